@@ -1,0 +1,280 @@
+"""`mint-migrate`: the engine at a shell, for people and for CI gates.
+
+`--json` prints exactly one JSON document on stdout. Exit codes: 0 ok, 1 findings or a failed
+check, 2 bad usage or unreadable input. Heavy imports happen inside the subcommand that needs them.
+"""
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from mcp_server import __version__
+from mcp_server.errors import MintMigrateError
+
+EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # argparse exits 2 too; keep its message, add a hint
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\nRun '{self.prog} --help' for the options.\n")
+
+
+def _emit(result: BaseModel, as_json: bool, human: Callable[[], str]) -> None:
+    if as_json:
+        print(result.model_dump_json(indent=2))
+    else:
+        print(human())
+
+
+# --- map ---------------------------------------------------------------------------------------
+
+
+def _cmd_map(args: argparse.Namespace) -> int:
+    from mcp_server.concepts import map_concept
+
+    table = map_concept(args.framework, args.concept)
+
+    def human() -> str:
+        lines = [f"{table.title}", table.summary.strip(), ""]
+        for c in table.concepts:
+            lines.append(f"* {c.source}  ->  {c.mint}")
+            if args.concept:
+                lines += ["", c.explanation.strip(), "", "Before:", _indent(c.before), "After:", _indent(c.after)]
+                lines += ["Pitfalls:"] + [f"  - {p}" for p in c.pitfalls]
+        if not args.concept:
+            lines += ["", f"Details: mint-migrate map {table.framework} CONCEPT"]
+        return "\n".join(lines)
+
+    _emit(table, args.json, human)
+    return EXIT_OK
+
+
+def _indent(text: str) -> str:
+    return "\n".join("    " + line for line in text.rstrip().splitlines())
+
+
+# --- scaffold ----------------------------------------------------------------------------------
+
+
+def _cmd_scaffold(args: argparse.Namespace) -> int:
+    from mcp_server.render import ScaffoldOptions, scaffold
+
+    options = ScaffoldOptions(kind=args.kind, base_model=args.base_model, loss_fn=args.loss_fn)
+    result = scaffold(options, output_path=args.out, workspace=Path.cwd(), overwrite=args.force)
+
+    def human() -> str:
+        if result.path:
+            return f"Wrote {result.path}\nNext: mint-migrate lint {result.path} && mint-migrate smoke {result.path}"
+        return result.source
+
+    _emit(result, args.json, human)
+    return EXIT_OK
+
+
+# --- migrate -----------------------------------------------------------------------------------
+
+
+def _cmd_migrate(args: argparse.Namespace) -> int:
+    from mcp_server.analyze import migrate
+
+    result = migrate(
+        Path(args.source),
+        [Path(p) for p in args.config],
+        output_dir=args.out,
+        workspace=Path.cwd(),
+        overwrite=args.force,
+    )
+
+    def human() -> str:
+        plan = result.plan
+        lines = [f"framework: {plan.framework}   algorithm: {plan.algorithm}"]
+        for key, setting in plan.settings:
+            if setting is not None:
+                value = setting.value.model_dump(exclude_none=True) if key == "lora" else setting.value
+                lines.append(f"  {key:28} {value!r:40} {setting.source}")
+        for w in plan.warnings:
+            lines.append(f"warning {w.code}: {w.message}" + (f" ({w.source})" if w.source else ""))
+        if plan.files_written:
+            lines.append("wrote: " + ", ".join(plan.files_written))
+        else:
+            lines.append("Nothing written; add --out DIR for train.py and MIGRATION.md.")
+        return "\n".join(lines)
+
+    _emit(result, args.json, human)
+    return EXIT_OK
+
+
+# --- lint --------------------------------------------------------------------------------------
+
+
+def _cmd_lint(args: argparse.Namespace) -> int:
+    from mcp_server.lint import lint_path
+
+    path = Path(args.path)
+    report = lint_path(path, fix=args.fix)
+    if args.fix and report.fixed_source is not None and report.fixes_applied:
+        path.write_text(report.fixed_source, encoding="utf-8")
+    if args.format == "sarif":
+        from mcp_server.lint.sarif import to_sarif
+
+        print(json.dumps(to_sarif([report]), indent=2))
+    else:
+
+        def human() -> str:
+            lines = [
+                f"{f.path}:{f.line}:{f.col}: {f.id} [{f.severity}] {f.message}\n    fix: {f.fix}"
+                for f in report.findings
+            ]
+            if report.parse_error:
+                lines.append(f"{report.path}: cannot parse: {report.parse_error}")
+            if report.fixes_applied:
+                lines.append(f"fixed: {', '.join(report.fixes_applied)}")
+            lines.append(f"{report.errors} error(s), {report.warnings} warning(s)")
+            return "\n".join(lines)
+
+        _emit(report, args.json or args.format == "json", human)
+    if report.parse_error:
+        return EXIT_USAGE
+    return EXIT_FINDINGS if report.errors else EXIT_OK
+
+
+# --- preflight ---------------------------------------------------------------------------------
+
+
+def _cmd_preflight(args: argparse.Namespace) -> int:
+    from mcp_server.preflight import run_preflight
+
+    report = run_preflight(Path(args.path) if args.path else None)
+
+    def human() -> str:
+        marks = {"ok": "ok  ", "warn": "WARN", "fail": "FAIL"}
+        lines = []
+        for c in report.checks:
+            lines.append(f"[{marks[c.status]}] {c.name}: {c.message}")
+            if c.fix and c.status != "ok":
+                lines.append(f"       fix: {c.fix}")
+        lines.append("preflight passed" if report.ok else "preflight FAILED")
+        return "\n".join(lines)
+
+    _emit(report, args.json, human)
+    return EXIT_OK if report.ok else EXIT_FINDINGS
+
+
+# --- smoke -------------------------------------------------------------------------------------
+
+
+def _cmd_smoke(args: argparse.Namespace) -> int:
+    from mcp_server.smoke import SmokeProgress, run_smoke
+
+    def progress(p: SmokeProgress) -> None:
+        print(f"[{p.step}/{p.total}] {p.message}", file=sys.stderr, flush=True)
+
+    verdict = run_smoke(
+        Path(args.path), target=args.target, steps=args.steps, timeout_s=args.timeout, on_progress=progress
+    )
+
+    def human() -> str:
+        from mcp_server.smoke import format_verdict
+
+        return format_verdict(verdict)
+
+    _emit(verdict, args.json, human)
+    return EXIT_OK if verdict.passed else EXIT_FINDINGS
+
+
+# --- serve -------------------------------------------------------------------------------------
+
+
+def _cmd_serve(args: argparse.Namespace) -> int:
+    from mcp_server.server import create_server
+
+    workspace = Path(args.workspace) if args.workspace else Path.cwd()
+    if not workspace.is_dir():
+        raise MintMigrateError(f"--workspace {workspace} is not a directory.")
+    create_server(workspace).run()
+    return EXIT_OK
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="mint-migrate",
+        description="Move LLM post-training code onto MinT and prove it runs. "
+        "Typical: mint-migrate migrate train_grpo.py --out out/ && mint-migrate smoke out/train.py",
+    )
+    parser.add_argument("--version", action="version", version=f"mint-migrate {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser, metavar="COMMAND")
+
+    def json_flag(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--json", action="store_true", help="print exactly one JSON document on stdout")
+
+    p = sub.add_parser("map", help="show how a framework's concepts map onto MinT")
+    p.add_argument("framework", help="trl, verl, openrlhf, torchforge, tinker or pytorch")
+    p.add_argument("concept", nargs="?", help="a class, config key or flag; omit for the whole table")
+    json_flag(p)
+    p.set_defaults(run=_cmd_map)
+
+    p = sub.add_parser("scaffold", help="write a runnable MinT train.py for a training kind")
+    p.add_argument("kind", choices=["sft", "grpo", "dpo", "distill"])
+    p.add_argument("--base-model", help="default --base-model of the script")
+    p.add_argument("--loss-fn", choices=["importance_sampling", "ppo", "cispo", "dro"], help="grpo loss")
+    p.add_argument("--out", help="write here instead of printing")
+    p.add_argument("--force", action="store_true", help="overwrite --out if it exists")
+    json_flag(p)
+    p.set_defaults(run=_cmd_scaffold)
+
+    p = sub.add_parser("migrate", help="plan a migration; with --out write train.py and MIGRATION.md")
+    p.add_argument("source", help="training script, launch script or config (python, shell, YAML)")
+    p.add_argument("--config", action="append", default=[], metavar="FILE", help="companion file (repeatable)")
+    p.add_argument("--out", metavar="DIR", help="write train.py and MIGRATION.md here")
+    p.add_argument("--force", action="store_true", help="overwrite files in --out")
+    json_flag(p)
+    p.set_defaults(run=_cmd_migrate)
+
+    p = sub.add_parser("lint", help="find MinT pitfalls (exit 1 on errors)")
+    p.add_argument("path")
+    p.add_argument("--fix", action="store_true", help="apply the safe fixes in place")
+    p.add_argument("--format", choices=["text", "json", "sarif"], default="text")
+    json_flag(p)
+    p.set_defaults(run=_cmd_lint)
+
+    p = sub.add_parser("preflight", help="check SDK, credentials, endpoint and script (exit 1 on a failure)")
+    p.add_argument("path", nargs="?", help="train.py to check too")
+    json_flag(p)
+    p.set_defaults(run=_cmd_preflight)
+
+    p = sub.add_parser("smoke", help="run a train.py for a few steps against mint-local or MinT")
+    p.add_argument("path")
+    p.add_argument("--target", choices=["local", "remote"], default="local")
+    p.add_argument("--steps", type=int, default=2)
+    p.add_argument("--timeout", type=float, default=600, metavar="SECONDS")
+    json_flag(p)
+    p.set_defaults(run=_cmd_smoke)
+
+    p = sub.add_parser("serve", help="run the MCP server over stdio")
+    p.add_argument("--workspace", help="root for relative paths and the only place tools write (default: cwd)")
+    p.set_defaults(run=_cmd_serve)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = build_parser().parse_args(argv)
+    try:
+        code = args.run(args)
+    except MintMigrateError as exc:
+        code = _fail(args, str(exc))
+    except (FileNotFoundError, IsADirectoryError, PermissionError) as exc:
+        code = _fail(args, f"cannot read {exc.filename}: {exc.strerror}")
+    sys.exit(code)
+
+
+def _fail(args: argparse.Namespace, message: str) -> int:
+    """Bad input: the message on stderr, and with --json still one JSON document on stdout."""
+    print(f"mint-migrate: {message}", file=sys.stderr)
+    if getattr(args, "json", False):
+        print(json.dumps({"error": message}))
+    return EXIT_USAGE

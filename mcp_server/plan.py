@@ -1,0 +1,137 @@
+"""Pydantic models shared by every stage: analyze -> plan -> render -> lint -> preflight -> smoke.
+
+The MigrationPlan JSON is an interface (DESIGN.md): `settings` has exactly the keys below, each a
+Setting traced to `file:line`, or null when the inputs do not say it. Nothing here guesses.
+"""
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Framework = Literal["trl", "verl", "openrlhf", "torchforge", "tinker", "pytorch", "unknown"]
+Algorithm = Literal[
+    "sft", "dpo", "grpo", "ppo", "reinforce", "kto", "orpo", "reward_model", "distillation", "other"
+]
+ScaffoldKind = Literal["sft", "grpo", "dpo", "distill"]
+LossFn = Literal["cross_entropy", "importance_sampling", "ppo", "cispo", "dro"]
+Severity = Literal["error", "warning"]
+
+
+class Setting(BaseModel):
+    """One value read from the inputs, with where it was read (`path:line`)."""
+
+    model_config = ConfigDict(extra="forbid")
+    value: Any
+    source: str
+
+
+class LoraValue(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    rank: int | None = None
+    alpha: float | None = None
+    target_modules: list[str] | str | None = None
+
+
+class LoraSetting(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    value: LoraValue
+    source: str
+
+
+class Settings(BaseModel):
+    """Exactly the keys DESIGN.md names; a missing value is null, never a guess."""
+
+    model_config = ConfigDict(extra="forbid")
+    base_model: Setting | None = None
+    dataset: Setting | None = None
+    learning_rate: Setting | None = None
+    per_device_batch_size: Setting | None = None
+    global_batch_size: Setting | None = None
+    gradient_accumulation_steps: Setting | None = None
+    num_epochs: Setting | None = None
+    max_steps: Setting | None = None
+    max_seq_length: Setting | None = None
+    max_prompt_length: Setting | None = None
+    max_response_length: Setting | None = None
+    lora: LoraSetting | None = None
+    beta: Setting | None = None
+    num_generations: Setting | None = None
+    kl_coef: Setting | None = None
+    clip_ratio: Setting | None = None
+    temperature: Setting | None = None
+    reward_functions: Setting | None = None
+
+
+SETTING_KEYS: tuple[str, ...] = tuple(Settings.model_fields)
+
+
+class MintChoices(BaseModel):
+    """What the MinT train.py will use, each choice with the reason for it."""
+
+    model_config = ConfigDict(extra="forbid")
+    kind: ScaffoldKind
+    loss_fn: LossFn
+    loss_fn_config: dict[str, float] | None = None
+    base_model: str
+    learning_rate: float
+    learning_rate_reason: str
+    lora_rank: int
+    batch_size: int | None = None
+    group_size: int | None = None
+    groups_per_batch: int | None = None
+    max_tokens: int | None = None
+    max_length: int | None = None
+    temperature: float | None = None
+    beta: float | None = None
+    steps: int | None = None
+    reasons: list[str] = Field(default_factory=list)
+
+
+class PlanWarning(BaseModel):
+    """Something that cannot move as-is, with the replacement chosen for it."""
+
+    model_config = ConfigDict(extra="forbid")
+    code: str
+    message: str
+    source: str | None = None
+
+
+class Construct(BaseModel):
+    """One row of MIGRATION.md's side-by-side table."""
+
+    model_config = ConfigDict(extra="forbid")
+    source: str
+    location: str | None = None
+    mint: str
+    note: str | None = None
+
+
+class MigrationPlan(BaseModel):
+    framework: Framework
+    algorithm: Algorithm
+    settings: Settings = Field(default_factory=Settings)
+    framework_defaults: dict[str, Setting] = Field(
+        default_factory=dict,
+        description="Values the source framework would use when the inputs say nothing; "
+        "source is '<framework> default'. Reported, never treated as read.",
+    )
+    mint: MintChoices | None = None
+    warnings: list[PlanWarning] = Field(default_factory=list)
+    constructs: list[Construct] = Field(default_factory=list)
+    inputs: list[str] = Field(default_factory=list)
+    files_written: list[str] = Field(default_factory=list)
+
+
+class Finding(BaseModel):
+    """One lint result: a MinT pitfall at a place in a file, and how to fix it."""
+
+    model_config = ConfigDict(extra="forbid")
+    id: str
+    name: str
+    severity: Severity
+    path: str
+    line: int
+    col: int
+    message: str
+    fix: str
+    fixable: bool = False

@@ -1,0 +1,270 @@
+"""The MCP server: tool, prompt and resource declarations only; the engine does the work.
+
+Every tool returns a pydantic model (its JSON schema is the tool's outputSchema) and turns the
+engine's MintMigrateError into a ToolError, whose text the model sees and can act on.
+"""
+
+from collections.abc import Callable
+from functools import wraps
+from pathlib import Path
+from typing import Annotated, Literal, ParamSpec, TypeVar
+
+import anyio
+import anyio.from_thread
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.prompts.base import UserMessage
+from mcp.types import ToolAnnotations
+from pydantic import Field
+
+from mcp_server import __version__, concepts
+from mcp_server.analyze import MigrationResult
+from mcp_server.bundled import bundled_text
+from mcp_server.errors import MintMigrateError
+from mcp_server.lint import LintReport
+from mcp_server.plan import LossFn, ScaffoldKind
+from mcp_server.preflight import PreflightReport
+from mcp_server.render import ScaffoldOptions, ScaffoldResult
+from mcp_server.smoke import SmokeProgress, SmokeVerdict
+
+INSTRUCTIONS = """\
+mint-migrate moves LLM post-training code (TRL, verl, OpenRLHF, torchforge, Tinker SDK, plain
+PyTorch) onto MinT (pip install mindlab-toolkit; import mint; tinker==0.22.0 API).
+Workflow: map_concept to learn the MinT equivalent of a source concept; migrate_script on the
+user's script (or scaffold_train_py for a fresh one); lint_script on the result; preflight_check
+for the environment; launch_smoke_run for a 2-step run against the offline mint-local backend.
+Paths are relative to the workspace root the server was started in."""
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _user_errors(fn: Callable[P, R]) -> Callable[P, R]:
+    """Show engine errors to the model as tool errors with their full message."""
+
+    @wraps(fn)
+    async def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return await fn(*args, **kwargs)
+        except (MintMigrateError, FileNotFoundError, IsADirectoryError, PermissionError) as exc:
+            raise ToolError(str(exc)) from exc
+
+    return wrapper
+
+
+def create_server(workspace: Path | None = None) -> MCPServer:
+    """An MCP server whose tools read and write relative to `workspace` (default: the cwd)."""
+    root = (workspace or Path.cwd()).resolve()
+    mcp = MCPServer("mint-migrate", version=__version__, instructions=INSTRUCTIONS)
+
+    def in_workspace(path: str) -> Path:
+        p = Path(path).expanduser()
+        return p if p.is_absolute() else root / p
+
+    @mcp.tool(
+        title="Map a framework concept to MinT",
+        annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False),
+    )
+    @_user_errors
+    async def map_concept(
+        framework: Annotated[
+            str, Field(description="Source framework: trl, verl, openrlhf, torchforge, tinker or pytorch.")
+        ],
+        concept: Annotated[
+            str | None,
+            Field(description="A class, config key or CLI flag (e.g. 'GRPOConfig', 'rollout.n'); omit for the whole table."),
+        ] = None,
+    ) -> concepts.ConceptTable:
+        """How a source-framework concept maps onto MinT: the equivalent call, why, a before/after
+        example and the pitfalls. With no concept, the whole table for that framework."""
+        return concepts.map_concept(framework, concept)
+
+    @mcp.tool(
+        title="Scaffold a MinT train.py",
+        annotations=ToolAnnotations(
+            read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
+        ),
+    )
+    @_user_errors
+    async def scaffold_train_py(
+        kind: Annotated[ScaffoldKind, Field(description="sft, grpo, dpo or distill.")],
+        base_model: Annotated[str | None, Field(description="Default --base-model of the script.")] = None,
+        loss_fn: Annotated[
+            LossFn | None, Field(description="grpo only: importance_sampling (default), ppo, cispo or dro.")
+        ] = None,
+        output_path: Annotated[
+            str | None, Field(description="Write the script here (inside the workspace); omit to only return it.")
+        ] = None,
+        overwrite: Annotated[bool, Field(description="Replace an existing file at output_path.")] = False,
+    ) -> ScaffoldResult:
+        """Render a complete, runnable MinT train.py for a training kind. The source is checked
+        to parse before it is returned; it is written only when output_path is given."""
+        from mcp_server.render import scaffold
+
+        options = ScaffoldOptions(kind=kind, base_model=base_model, loss_fn=loss_fn)
+        return await anyio.to_thread.run_sync(
+            lambda: scaffold(options, output_path=output_path, workspace=root, overwrite=overwrite)
+        )
+
+    @mcp.tool(
+        title="Migrate a training script to MinT",
+        annotations=ToolAnnotations(
+            read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
+        ),
+    )
+    @_user_errors
+    async def migrate_script(
+        source_path: Annotated[
+            str, Field(description="The script, launch script or config to migrate (python, shell or YAML).")
+        ],
+        config_paths: Annotated[
+            list[str], Field(description="Companion files: the YAML a script reads, a reward module, ...")
+        ] = [],  # noqa: B006 - pydantic copies defaults
+        output_dir: Annotated[
+            str | None,
+            Field(description="Write train.py and MIGRATION.md here (inside the workspace); omit to only plan."),
+        ] = None,
+        overwrite: Annotated[bool, Field(description="Replace existing files in output_dir.")] = False,
+    ) -> MigrationResult:
+        """Analyze a TRL / verl / OpenRLHF / torchforge / Tinker / PyTorch setup into a migration
+        plan (every setting traced to file:line), a MinT train.py and a MIGRATION.md report."""
+        from mcp_server.analyze import migrate
+
+        return await anyio.to_thread.run_sync(
+            lambda: migrate(
+                in_workspace(source_path),
+                [in_workspace(p) for p in config_paths],
+                output_dir=output_dir,
+                workspace=root,
+                overwrite=overwrite,
+            )
+        )
+
+    @mcp.tool(
+        title="Lint a MinT training script",
+        annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False),
+    )
+    @_user_errors
+    async def lint_script(
+        path: Annotated[str | None, Field(description="Script to lint (relative to the workspace).")] = None,
+        source: Annotated[str | None, Field(description="Python source to lint instead of a file.")] = None,
+        fix: Annotated[
+            bool, Field(description="Also return the source with the safe fixes applied (nothing is written).")
+        ] = False,
+    ) -> LintReport:
+        """Find MinT pitfalls (pinned-SDK traps, training traps, setup traps) with rule ids
+        MINT###, file:line:col, why it matters and the fix."""
+        from mcp_server.lint import lint_path, lint_source
+
+        if (path is None) == (source is None):
+            raise ToolError("Give exactly one of path or source.")
+        if source is not None:
+            return lint_source(source, fix=fix)
+        return await anyio.to_thread.run_sync(lambda: lint_path(in_workspace(path), fix=fix))
+
+    @mcp.tool(
+        title="Preflight check for a MinT run",
+        annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=True),
+    )
+    @_user_errors
+    async def preflight_check(
+        script_path: Annotated[
+            str | None, Field(description="The train.py to check (base model, tokenizer, lint); optional.")
+        ] = None,
+    ) -> PreflightReport:
+        """Check Python, mindlab-toolkit / tinker versions, the sk- key bug, MINT_BASE_URL and
+        MINT_API_KEY, the endpoint, the script's base model and tokenizer, and its lint summary."""
+        from mcp_server.preflight import run_preflight
+
+        path = in_workspace(script_path) if script_path else None
+        return await anyio.to_thread.run_sync(lambda: run_preflight(path))
+
+    @mcp.tool(
+        title="Smoke-run a train.py",
+        annotations=ToolAnnotations(
+            read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=True
+        ),
+    )
+    @_user_errors
+    async def launch_smoke_run(
+        script_path: Annotated[str, Field(description="The train.py to run (relative to the workspace).")],
+        ctx: Context,
+        target: Annotated[
+            Literal["local", "remote"],
+            Field(description="local: an offline mint-local backend; remote: MINT_BASE_URL / MINT_API_KEY."),
+        ] = "local",
+        steps: Annotated[int, Field(ge=1, le=100, description="Training steps to run.")] = 2,
+        timeout_s: Annotated[float, Field(gt=0, le=3600, description="Kill the run after this many seconds.")] = 600,
+    ) -> SmokeVerdict:
+        """Run the script for a few steps (--smoke --steps N) and return a verdict: passed, steps,
+        losses, step time, a sampled text for RL, the checkpoint, classified errors and the log tail.
+        Progress is reported once per training step."""
+        from mcp_server.smoke import run_smoke
+
+        def report(progress: SmokeProgress) -> None:
+            anyio.from_thread.run(ctx.report_progress, progress.step, progress.total, progress.message)
+
+        return await anyio.to_thread.run_sync(
+            lambda: run_smoke(
+                in_workspace(script_path), target=target, steps=steps, timeout_s=timeout_s, on_progress=report
+            )
+        )
+
+    @mcp.prompt(name="mint-migrate", title="Migrate training code to MinT")
+    def mint_migrate_prompt(
+        framework: Annotated[str, Field(description="Source framework, or a migration question.")],
+    ) -> list[UserMessage]:
+        """Walk through migrating FRAMEWORK training code to MinT with this server's tools."""
+        return [UserMessage(migration_prompt(framework))]
+
+    @mcp.resource("mint://docs/cheatsheet", title="MinT API cheatsheet", mime_type="text/markdown")
+    def cheatsheet() -> str:
+        """The 13-section MinT API cheatsheet, true for mindlab-toolkit 0.2.0 / tinker 0.22.0."""
+        return bundled_text("mint_api_cheatsheet.md")
+
+    @mcp.resource("mint://docs/reference", title="MinT API reference", mime_type="text/plain")
+    def reference() -> str:
+        """Every public signature of mint, mint.mint and mint.types, generated from the installed SDK."""
+        return bundled_text("mint_api_reference.txt")
+
+    @mcp.resource("mint://docs/skill", title="mint-migrate skill", mime_type="text/markdown")
+    def skill() -> str:
+        """The mint-migrate workflow (SKILL.md)."""
+        return bundled_text("SKILL.md")
+
+    @mcp.resource("mint://concepts/{framework}", title="Concept map", mime_type="application/json")
+    def concept_table(framework: str) -> str:
+        """The whole concept map for one source framework, as JSON."""
+        return concepts.map_concept(framework).model_dump_json(indent=2)
+
+    return mcp
+
+
+def migration_prompt(framework: str) -> str:
+    """The text of the `mint-migrate` prompt: the skill's workflow aimed at one framework."""
+    try:
+        known = concepts.resolve_framework(framework)
+        subject = f"the user's {known} training code"
+        first = f"Call map_concept(framework='{known}') to load the concept table."
+    except MintMigrateError:
+        subject = "the user's training code"
+        first = (
+            f"Treat '{framework}' as the user's question. Identify the source framework from the code "
+            f"(one of {', '.join(concepts.frameworks())}) and call map_concept for it."
+        )
+    return f"""Migrate {subject} to MinT (mindlab-toolkit 0.2.0, tinker 0.22.0 API).
+
+1. {first}
+2. Find the training entry point (script, launch script or config) and call migrate_script on it,
+   passing companion configs and reward modules in config_paths. Read the plan's warnings.
+   For new code with no source, call scaffold_train_py(kind=...) instead.
+3. Call lint_script on the generated train.py and fix every error.
+4. Call preflight_check(script_path=...) and resolve each failed check.
+5. Call launch_smoke_run(script_path=..., target='local') and confirm it passed.
+6. Hand over: summarise MIGRATION.md, the smoke verdict and what the user must fill in
+   (reward function, data path, MINT_API_KEY).
+
+Pitfalls: build input=tokens[:-1], target=tokens[1:] with weights shifted too; a LoRA learning rate
+is 20-100x a full fine-tune's; sync training calls return futures (.result()), *_async calls need
+two awaits, sample() returns a concurrent Future; resume is a fresh create_lora_training_client
+plus load_state_with_optimizer(path); SamplingParams(stop=...), never stop_token_ids."""
