@@ -4,7 +4,7 @@ The MigrationPlan JSON is an interface (DESIGN.md): `settings` has exactly the k
 Setting traced to `file:line`, or null when the inputs do not say it. Nothing here guesses.
 """
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -17,11 +17,14 @@ LossFn = Literal["cross_entropy", "importance_sampling", "ppo", "cispo", "dro"]
 Severity = Literal["error", "warning"]
 
 
+SettingValue = bool | int | float | str | list[str] | list[float]
+
+
 class Setting(BaseModel):
     """One value read from the inputs, with where it was read (`path:line`)."""
 
     model_config = ConfigDict(extra="forbid")
-    value: Any
+    value: SettingValue
     source: str
 
 

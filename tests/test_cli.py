@@ -1,0 +1,60 @@
+"""The `mint-migrate` CLI contract: one JSON document with --json, exit 0 / 1 / 2, help that answers."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+CLI = str(Path(sys.executable).parent / "mint-migrate")
+
+
+def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([CLI, *args], capture_output=True, text=True, timeout=120, cwd=cwd)
+
+
+def test_map_json_prints_the_full_table():
+    done = run("map", "verl", "--json")
+    assert done.returncode == 0, done.stderr
+    table = json.loads(done.stdout)  # exactly one document: json.loads rejects trailing data
+    assert table["framework"] == "verl"
+    assert len(table["concepts"]) >= 8
+    assert all(c["mint"] and c["before"] and c["after"] for c in table["concepts"])
+
+
+def test_map_one_concept_human_output_shows_before_after_and_pitfalls():
+    done = run("map", "trl", "SFTTrainer")
+    assert done.returncode == 0, done.stderr
+    assert "Before:" in done.stdout and "After:" in done.stdout and "Pitfalls:" in done.stdout
+
+
+def test_framework_aliases_resolve():
+    done = run("map", "forge", "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["framework"] == "torchforge"
+
+
+def test_unknown_framework_exits_2_with_the_known_ones():
+    done = run("map", "deepspeed-chat", "--json")
+    assert done.returncode == 2
+    error = json.loads(done.stdout)["error"]
+    assert "Known frameworks:" in error and "trl" in error
+    assert "Known frameworks:" in done.stderr
+
+
+def test_bad_usage_exits_2_with_a_hint():
+    done = run("scaffold", "ppo-with-critic")
+    assert done.returncode == 2
+    assert "invalid choice" in done.stderr and "--help" in done.stderr
+
+
+def test_unreadable_input_exits_2(tmp_path):
+    done = run("migrate", str(tmp_path / "missing.py"), "--json")
+    assert done.returncode == 2
+    assert "missing.py" in json.loads(done.stdout)["error"]
+
+
+def test_help_lists_every_subcommand():
+    done = run("--help")
+    assert done.returncode == 0
+    for command in ("migrate", "scaffold", "map", "lint", "preflight", "smoke", "serve"):
+        assert command in done.stdout
