@@ -1,10 +1,28 @@
-"""Lint: find MinT pitfalls in a training script (rule registry in rules modules, ids MINT###)."""
+"""Lint: find MinT pitfalls in a training script (rule registry in rules modules, ids MINT###).
 
+`lint_source` parses with libcst, runs one visitor per rule family (pinned-SDK traps, training
+traps, setup traps) and, with `fix=True`, applies the safe fixes as one codemod. Nothing is
+written here: the CLI writes `fixed_source` for `lint --fix`. The rules and their documentation
+live in the registry (`mcp_server.lint.registry.RULES`); docs/rules.md is generated from it.
+"""
+
+import ast
+import warnings
 from pathlib import Path
 
+import libcst as cst
 from pydantic import BaseModel, Field
 
+from mcp_server.errors import MintMigrateError
+from mcp_server.lint import sdk_rules, setup_rules, training_rules
+from mcp_server.lint.context import build_context
+from mcp_server.lint.fixes import apply_fixes
+from mcp_server.lint.registry import RULES, Rule, all_rules
 from mcp_server.plan import Finding
+
+FAMILIES = (sdk_rules, training_rules, setup_rules)
+
+__all__ = ["LintReport", "RULES", "Rule", "all_rules", "lint_path", "lint_source"]
 
 
 class LintReport(BaseModel):
@@ -13,13 +31,69 @@ class LintReport(BaseModel):
     errors: int = 0
     warnings: int = 0
     parse_error: str | None = None
+    parse_error_line: int | None = Field(default=None, description="Where the file stops parsing (1-based).")
+    parse_error_col: int | None = None
     fixed_source: str | None = Field(default=None, description="The source after safe fixes, when fixes were asked for.")
     fixes_applied: list[str] = Field(default_factory=list)
 
 
 def lint_source(source: str, path: str = "<source>", *, fix: bool = False) -> LintReport:
-    raise NotImplementedError("lint lands with the lint issue")
+    """Lint Python source; findings describe `source` as given, fixes come back in `fixed_source`."""
+    try:
+        module = cst.parse_module(source)
+    except (cst.ParserSyntaxError, cst.CSTValidationError, RecursionError, ValueError) as exc:
+        line, col, message = _syntax_error(source, exc)
+        return LintReport(
+            path=path, parse_error=f"line {line}, col {col}: {message}", parse_error_line=line, parse_error_col=col
+        )
+    ctx = build_context(path, module, collectors=(training_rules.FreshClients,))
+    cst.visit_batched(ctx.module, [family.visitor(ctx) for family in FAMILIES])
+    findings = sorted(ctx.findings, key=lambda f: (f.line, f.col, f.id))
+    report = LintReport(
+        path=path,
+        findings=findings,
+        errors=sum(f.severity == "error" for f in findings),
+        warnings=sum(f.severity == "warning" for f in findings),
+    )
+    if fix:
+        fixed, applied = apply_fixes(ctx)
+        try:
+            cst.parse_module(fixed)
+        except cst.ParserSyntaxError:  # never hand back a file that does not parse
+            fixed, applied = source, []
+        report.fixed_source = fixed
+        report.fixes_applied = applied
+    return report
 
 
 def lint_path(path: Path, *, fix: bool = False) -> LintReport:
-    raise NotImplementedError("lint lands with the lint issue")
+    """Lint one file. Raises FileNotFoundError / IsADirectoryError for a path that is not a file."""
+    path = Path(path)
+    data = path.read_bytes()
+    try:
+        source = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise MintMigrateError(
+            f"{path} is not UTF-8 text (byte {exc.start}); lint reads Python source files."
+        ) from None
+    return lint_source(source, str(path), fix=fix)
+
+
+def _syntax_error(source: str, exc: Exception) -> tuple[int, int, str]:
+    """(line, col, message) without echoing the offending line, which may hold a secret.
+    Python's own parser locates errors better than libcst's tokenizer, so ask it first."""
+    try:
+        with warnings.catch_warnings():  # invalid escapes and the like are not this report's business
+            warnings.simplefilter("ignore")
+            compile(source, "<lint>", "exec", flags=ast.PyCF_ONLY_AST | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)
+    except SyntaxError as err:
+        return err.lineno or 1, err.offset or 1, err.msg
+    except (ValueError, RecursionError, MemoryError) as err:  # null bytes, absurd nesting
+        return 1, 1, str(err).splitlines()[0] if str(err) else type(err).__name__
+    if isinstance(exc, cst.ParserSyntaxError):
+        return exc.raw_line, exc.raw_column + 1, exc.message.splitlines()[0]
+    if isinstance(exc, cst.CSTValidationError):
+        return 1, 1, "libcst cannot represent this source (an identifier it does not accept)"
+    if isinstance(exc, RecursionError):
+        return 1, 1, "the code is nested too deeply to parse"
+    return 1, 1, str(exc).splitlines()[0] if str(exc) else type(exc).__name__
