@@ -1,0 +1,238 @@
+"""Concept maps: every framework loads and validates, lookups find what people type, errors help."""
+
+import ast
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from pydantic import ValidationError
+
+from mcp_server import concepts
+from mcp_server.concepts import ConceptTable, frameworks, map_concept, resolve_framework
+from mcp_server.errors import UnknownName
+
+ROOT = Path(__file__).resolve().parent.parent
+CONCEPT_FILES = sorted((ROOT / "mcp_server" / "concepts").glob("*.yaml"))
+CLI = str(Path(sys.executable).parent / "mint-migrate")
+FRAMEWORKS = ["openrlhf", "pytorch", "tinker", "torchforge", "trl", "verl"]
+
+
+def test_all_six_frameworks_have_a_map():
+    assert frameworks() == FRAMEWORKS
+    assert sorted(p.stem for p in CONCEPT_FILES) == FRAMEWORKS
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_each_map_is_complete(framework):
+    table = map_concept(framework)
+    assert isinstance(table, ConceptTable) and table.framework == framework
+    assert 10 <= len(table.concepts) <= 25, f"{framework}: {len(table.concepts)} concepts"
+    ids = [c.id for c in table.concepts]
+    assert len(ids) == len(set(ids))
+    for c in table.concepts:
+        assert re.fullmatch(r"[a-z0-9_]+", c.id), c.id
+        for field in (c.source, c.mint, c.explanation, c.before, c.after):
+            assert field.strip(), f"{framework}.{c.id} has an empty field"
+        assert c.pitfalls and all(p.strip() for p in c.pitfalls), f"{framework}.{c.id} has no pitfalls"
+        ast.parse(c.after)  # the MinT side is real Python (its SDK use is checked in test_docs_sdk_usage)
+        assert len(c.after.splitlines()) <= 30, f"{framework}.{c.id}: keep the after example short"
+
+
+def test_the_data_files_validate_against_the_schema():
+    for path in CONCEPT_FILES:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        concepts._FrameworkFile.model_validate(data)
+
+
+def test_an_alias_naming_two_concepts_is_refused():
+    data = yaml.safe_load((ROOT / "mcp_server" / "concepts" / "verl.yaml").read_text(encoding="utf-8"))
+    data["concepts"][1]["aliases"].append(data["concepts"][0]["aliases"][0])
+    with pytest.raises(ValidationError, match="names both"):
+        concepts._FrameworkFile.model_validate(data)
+
+
+LOOKUPS = [
+    # (framework, what a user types, expected concept id)
+    ("openrlhf", "--pretrain", "pretrain"),
+    ("openrlhf", "--model.model_name_or_path", "pretrain"),
+    ("openrlhf", "--actor.model_name_or_path", "pretrain"),
+    ("openrlhf", "--actor_learning_rate", "learning_rate"),
+    ("openrlhf", "--actor.adam.lr", "learning_rate"),
+    ("openrlhf", "--n_samples_per_prompt", "n_samples_per_prompt"),
+    ("openrlhf", "--rollout.n_samples_per_prompt", "n_samples_per_prompt"),
+    ("openrlhf", "--advantage_estimator", "advantage_estimator"),
+    ("openrlhf", "--algo.advantage.estimator", "advantage_estimator"),
+    ("openrlhf", "--lora_rank", "lora"),
+    ("openrlhf", "--ds.lora.rank", "lora"),
+    ("openrlhf", "--remote_rm_url", "remote_rm"),
+    ("openrlhf", "--reward.remote_url", "remote_rm"),
+    ("openrlhf", "--zero_stage", "infrastructure"),
+    ("verl", "actor_rollout_ref.rollout.n", "rollout_n"),
+    ("verl", "actor_rollout_ref.rollout.n=5", "rollout_n"),  # a hydra override with its value
+    ("verl", "rollout.n", "rollout_n"),  # a trailing part of a dotted key
+    ("verl", "+actor_rollout_ref.actor.optim.lr=1e-6", "actor_lr"),
+    ("verl", "DataProto", "dataproto"),
+    ("verl", "ActorRolloutRefWorker", "workers"),
+    ("verl", "NaiveRewardManager", "reward_manager"),
+    ("verl", "algorithm.adv_estimator", "adv_estimator"),
+    ("verl", "algorithm.adv_estimator=grpo", "adv_estimator"),
+    ("verl", "algorithm.adv_estimator=gae", "critic_gae"),  # a value that means another concept
+    ("verl", "RayPPOTrainer", "ppo_trainer_entrypoint"),
+    ("verl", "actor_rollout_ref.actor.clip_ratio_high", "policy_loss"),
+    ("trl", "GRPOConfig", "grpo_config"),
+    ("trl", "trl.GRPOConfig", "grpo_config"),
+    ("trl", "grpo-config", "grpo_config"),
+    ("trl", "SFTTrainer", "sft_trainer"),
+    ("trl", "SFTConfig", "sft_config"),
+    ("trl", "DPOConfig", "dpo_trainer"),
+    ("trl", "PPOTrainer", "ppo_trainer"),
+    ("trl", "RewardTrainer", "reward_trainer"),
+    ("trl", "KTOConfig", "kto_trainer"),
+    ("trl", "ORPOTrainer", "orpo_trainer"),
+    ("trl", "peft.LoraConfig", "lora_config"),
+    ("trl", "AutoModelForCausalLM", "auto_model"),
+    ("trl", "gradient_accumulation_steps", "training_arguments"),
+    ("trl", "num_generations", "grpo_config"),
+    ("torchforge", "Episode", "episode"),
+    ("torchforge", "Group", "group"),
+    ("torchforge", "Generator", "generator"),
+    ("torchforge", "Policy", "generator"),
+    ("torchforge", "TitanTrainer", "trainer"),
+    ("torchforge", "ReferenceModel", "reference_model"),
+    ("torchforge", "SimpleGRPOLoss", "grpo_loss"),
+    ("torchforge", "policy.sampling_params.n", "sampling_keys"),
+    ("torchforge", "trainer.optimizer.lr", "trainer_keys"),
+    ("torchforge", "ReplayBuffer", "replay_buffer"),
+    ("tinker", "import tinker", "import_bridge"),
+    ("tinker", "import mint as tinker", "import_bridge"),
+    ("tinker", "create_training_client_from_state_with_optimizer", "resume_from_state"),
+    ("tinker", "RestClient", "rest_client"),
+    ("tinker", "create_custom_loss", "custom_loss"),
+    ("tinker", "stop_token_ids", "sampling_params"),
+    ("tinker", "gspo", "loss_names"),
+    ("tinker", "forward_backward_async", "double_await"),
+    ("pytorch", "torch.optim.AdamW", "optimizer"),
+    ("pytorch", "loss.backward", "loss_backward"),
+    ("pytorch", "labels", "labels_shift"),
+    ("pytorch", "-100", "labels_shift"),
+    ("pytorch", "DataLoader", "dataloader"),
+    ("pytorch", "model.generate", "generate"),
+    ("pytorch", "save_pretrained", "save_pretrained"),
+    ("pytorch", "Accelerator", "distributed"),
+    ("pytorch", "get_cosine_schedule_with_warmup", "lr_scheduler"),
+    ("pytorch", "clip_grad_norm_", "grad_clipping"),
+]
+
+
+@pytest.mark.parametrize(("framework", "name", "expected"), LOOKUPS)
+def test_lookup_by_id_alias_class_key_or_flag(framework, name, expected):
+    table = map_concept(framework, name)
+    assert [c.id for c in table.concepts] == [expected]
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_every_id_source_and_alias_finds_its_own_concept(framework):
+    for c in map_concept(framework).concepts:
+        for name in (c.id, c.source, *c.aliases):
+            assert map_concept(framework, name).concepts[0].id == c.id, (framework, name)
+
+
+def test_framework_names_are_forgiving():
+    assert resolve_framework("TRL") == "trl"
+    assert resolve_framework("forge") == "torchforge"
+    assert resolve_framework("Open-RLHF") == "openrlhf"
+    assert resolve_framework("transformers") == "pytorch"
+    assert resolve_framework("tinker-cookbook") == "tinker"
+
+
+def test_unknown_framework_lists_the_known_ones_and_the_closest():
+    with pytest.raises(UnknownName) as err:
+        map_concept("verll")
+    message = str(err.value)
+    assert "Unknown framework 'verll'" in message
+    for fw in FRAMEWORKS:
+        assert fw in message
+    assert "Closest match: 'verl'" in message
+
+
+def test_unknown_concept_lists_the_known_ones_and_the_closest():
+    with pytest.raises(UnknownName) as err:
+        map_concept("openrlhf", "--pretrian")
+    message = str(err.value)
+    assert "Unknown openrlhf concept '--pretrian'" in message
+    assert "Known concepts:" in message and "pretrain" in message and "learning_rate" in message
+    assert "Closest match: '--pretrain'" in message
+
+    with pytest.raises(UnknownName, match="Closest match: 'GRPOConfig'"):
+        map_concept("trl", "GRPOConfg")
+
+
+def test_the_whole_table_is_returned_without_a_concept():
+    full = map_concept("verl")
+    assert map_concept("verl", None) == full == map_concept("verl", "  ")
+    assert len(full.concepts) == len(yaml.safe_load((ROOT / "mcp_server/concepts/verl.yaml").read_text())["concepts"])
+
+
+def run_cli(*args):
+    return subprocess.run([CLI, *args], capture_output=True, text=True, timeout=120)
+
+
+def test_cli_map_json_prints_the_full_table():
+    done = run_cli("map", "verl", "--json")
+    assert done.returncode == 0, done.stderr
+    table = json.loads(done.stdout)
+    assert table == json.loads(map_concept("verl").model_dump_json())
+    assert {"rollout_n", "dataproto", "adv_estimator", "reward_manager", "workers"} <= {c["id"] for c in table["concepts"]}
+
+
+def test_cli_map_finds_a_dashed_flag_after_double_dash():
+    done = run_cli("map", "--json", "openrlhf", "--", "--model.model_name_or_path")
+    assert done.returncode == 0, done.stderr
+    [concept] = json.loads(done.stdout)["concepts"]
+    assert concept["id"] == "pretrain" and "--pretrain" in concept["before"]
+
+
+def test_cli_unknown_concept_exits_2_with_the_closest_match():
+    done = run_cli("map", "trl", "GRPOConfg", "--json")
+    assert done.returncode == 2
+    assert "Closest match: 'GRPOConfig'" in json.loads(done.stdout)["error"]
+
+
+def _cheatsheet_table(heading: str) -> list[list[str]]:
+    text = (ROOT / "mint_api_cheatsheet.md").read_text(encoding="utf-8")
+    section = text.split(f"### {heading}", 1)[1].split("\n### ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("|") and not line.startswith("|---")]
+    return [[cell.strip() for cell in row.strip("|").split("|")] for row in rows[1:]]
+
+
+@pytest.mark.parametrize(
+    ("heading", "framework", "columns"),
+    [
+        ("verl", "verl", 1),
+        ("TRL", "trl", 1),
+        ("OpenRLHF", "openrlhf", 2),  # both flag styles
+        ("torchforge", "torchforge", 1),
+        ("PyTorch", "pytorch", 1),
+    ],
+)
+def test_cheatsheet_migration_tables_agree_with_the_concept_maps(heading, framework, columns):
+    rows = _cheatsheet_table(heading)
+    assert len(rows) >= 10
+    for row in rows:
+        for cell in row[:columns]:
+            names = re.findall(r"`([^`]+)`", cell)
+            assert names, f"{heading}: no name in cell {cell!r}"
+            for name in names:
+                map_concept(framework, re.sub(r"\s*\(.*\)$", "", name))  # raises UnknownName if unmapped
+
+
+def test_openrlhf_table_covers_both_flag_styles():
+    rows = _cheatsheet_table("OpenRLHF")
+    legacy = " ".join(r[0] for r in rows)
+    dotted = " ".join(r[1] for r in rows)
+    assert "`--pretrain`" in legacy and "`--model.model_name_or_path`" in dotted
+    assert "`--actor_learning_rate`" in legacy and "`--actor.adam.lr`" in dotted

@@ -1,0 +1,251 @@
+"""The skill pack against the Claude Code / Agent Skills formats (research/ecosystem.md section 3).
+
+SKILL.md and commands/mint-migrate.md frontmatter, .claude-plugin/plugin.json, .mcp.json; and
+that what the docs tell an agent to run exists: every `mint-migrate ...` command line parses with
+the real CLI parser, every MCP tool call uses the server's real tool names and parameters, every
+link resolves, and the server starts from the exact command .mcp.json registers.
+"""
+
+import ast
+import asyncio
+import json
+import re
+import shlex
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+import yaml
+
+from mcp_server import __version__
+from mcp_server.cli import build_parser
+from mcp_server.server import create_server
+
+ROOT = Path(__file__).resolve().parent.parent
+SKILL = ROOT / "SKILL.md"
+COMMAND = ROOT / "commands" / "mint-migrate.md"
+PLUGIN = ROOT / ".claude-plugin" / "plugin.json"
+MCP_JSON = ROOT / ".mcp.json"
+CHEATSHEET = ROOT / "mint_api_cheatsheet.md"
+
+NAME_RULE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")  # <= 64 chars, no leading/trailing/double hyphen
+SEMVER = re.compile(r"^\d+\.\d+\.\d+(?:[-+][0-9A-Za-z.-]+)?$")
+# Agent Skills spec keys plus the Claude Code extensions (ecosystem.md 3.1).
+SKILL_KEYS = {
+    "name", "description", "license", "compatibility", "metadata", "allowed-tools",
+    "argument-hint", "disable-model-invocation", "user-invocable", "disallowed-tools", "model",
+    "effort", "context", "agent", "hooks", "paths",
+}
+COMMAND_KEYS = {"description", "allowed-tools", "model", "argument-hint", "disable-model-invocation"}
+PLUGIN_KEYS = {
+    "$schema", "name", "version", "description", "author", "homepage", "repository", "license",
+    "keywords", "commands", "agents", "skills", "hooks", "mcpServers", "userConfig",
+}
+PLUGIN_PATH_KEYS = ("commands", "agents", "skills", "hooks", "mcpServers")
+TOOLS = ["map_concept", "migrate_script", "scaffold_train_py", "lint_script", "preflight_check", "launch_smoke_run"]
+CLI_COMMANDS = ["map", "migrate", "scaffold", "lint", "preflight", "smoke"]
+FRAMEWORK_NAMES = ["TRL", "verl", "OpenRLHF", "torchforge", "Tinker", "PyTorch"]
+
+
+def frontmatter(path: Path) -> tuple[dict, str]:
+    text = path.read_text(encoding="utf-8")
+    assert text.startswith("---\n"), f"{path.name} must start with a --- frontmatter block"
+    head, body = text[4:].split("\n---\n", 1)
+    data = yaml.safe_load(head)
+    assert isinstance(data, dict), f"{path.name}: frontmatter is not a mapping"
+    return data, body
+
+
+# --- SKILL.md -------------------------------------------------------------------------------
+
+
+def test_skill_frontmatter_follows_the_skill_format():
+    meta, _ = frontmatter(SKILL)
+    assert set(meta) <= SKILL_KEYS, f"unknown keys: {set(meta) - SKILL_KEYS}"
+    assert meta["name"] == "mint-migrate"
+    assert len(meta["name"]) <= 64 and NAME_RULE.match(meta["name"])
+    description = meta["description"]
+    assert isinstance(description, str) and 50 < len(description) <= 1024
+    assert "<" not in description and ">" not in description
+    assert meta["argument-hint"] == "[framework_name or migration_question]"
+
+
+def test_skill_description_says_what_and_when():
+    description = frontmatter(SKILL)[0]["description"]
+    assert "MinT" in description
+    for framework in FRAMEWORK_NAMES:
+        assert framework in description, framework
+    assert re.search(r"\bUse (it|this skill) when\b", description), "the description must say when to use it"
+    assert not re.match(r"(I|You)\b", description), "write the description in the third person"
+
+
+def test_skill_is_short_and_walks_the_workflow_in_order():
+    text = SKILL.read_text(encoding="utf-8")
+    assert len(text.splitlines()) < 500
+    _, body = frontmatter(SKILL)
+    headings = [line for line in body.splitlines() if line.startswith("## ")]
+    steps = ["Identify", "Map", "Migrate", "Lint", "Preflight", "Smoke", "Hand over"]
+    positions = [next(i for i, h in enumerate(headings) if step in h) for step in steps]
+    assert positions == sorted(positions), headings
+    assert "$ARGUMENTS" in body
+
+
+def test_skill_names_each_tool_and_its_cli_fallback():
+    body = frontmatter(SKILL)[1]
+    for tool in TOOLS:
+        assert f"`{tool}" in body, tool
+    for command in CLI_COMMANDS:
+        assert f"`mint-migrate {command} " in body, command
+
+
+def test_skill_covers_the_costly_pitfalls():
+    body = frontmatter(SKILL)[1]
+    for must in [
+        "tokens[:-1]", "tokens[1:]", "weights[1:]",         # token alignment
+        "20-100x",                                         # LoRA learning rate
+        ".result()", "two awaits", "concurrent.futures.Future",  # futures
+        "load_state_with_optimizer", "create_lora_training_client",  # resume recipe
+        "stop=[", "stop_token_ids",                        # stop tokens
+        'metrics["loss:sum"]',                              # no .loss
+    ]:
+        assert must in body, must
+
+
+def test_links_resolve():
+    for doc in (SKILL, CHEATSHEET):
+        for target in re.findall(r"\]\(([^)#\s]+)\)", doc.read_text(encoding="utf-8")):
+            if "://" not in target:
+                assert (doc.parent / target).exists(), f"{doc.name} links to missing {target}"
+    body = frontmatter(SKILL)[1]
+    assert "](mint_api_cheatsheet.md)" in body and "](mint_api_reference.txt)" in body
+
+
+# --- commands/mint-migrate.md ------------------------------------------------------------------
+
+
+def test_command_frontmatter_and_arguments():
+    meta, body = frontmatter(COMMAND)
+    assert set(meta) <= COMMAND_KEYS, f"unknown keys: {set(meta) - COMMAND_KEYS}"
+    assert isinstance(meta["description"], str) and 20 < len(meta["description"]) <= 250
+    assert "<" not in meta["description"] and ">" not in meta["description"]
+    assert meta["argument-hint"] == "[framework_name or migration_question]"
+    assert "$ARGUMENTS" in body
+    for tool in TOOLS:
+        assert tool in body, tool
+
+
+# --- what the docs tell an agent to run exists -------------------------------------------------
+
+PLACEHOLDERS = {"FRAMEWORK": "verl", "[CONCEPT]": "GRPOConfig", "CONCEPT": "GRPOConfig", "SRC": "train.py", "FILE": "c.yaml"}
+
+
+def _cli_lines() -> list[tuple[str, str]]:
+    lines = []
+    for doc in (SKILL, COMMAND):
+        for span in re.findall(r"`mint-migrate ([^`]+)`", doc.read_text(encoding="utf-8")):
+            lines.append((doc.name, span))
+    return lines
+
+
+def test_every_documented_cli_line_parses_with_the_real_cli():
+    lines = _cli_lines()
+    assert len(lines) >= 12
+    parser = build_parser()
+    seen = set()
+    for doc, span in lines:
+        argv = [PLACEHOLDERS.get(a, a) for a in shlex.split(span)]
+        try:
+            args = parser.parse_args(argv)
+        except SystemExit as exc:
+            assert exc.code == 0, f"{doc}: `mint-migrate {span}` does not parse (exit {exc.code})"
+            continue
+        seen.add(args.command)
+    assert set(CLI_COMMANDS) <= seen
+
+
+def _tool_calls(text: str) -> list[ast.Call]:
+    calls = []
+    for span in re.findall(r"`([a-z_]+\([^`]*\))`", text):
+        try:
+            node = ast.parse(span, mode="eval").body
+        except SyntaxError:
+            continue
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in TOOLS:
+            calls.append(node)
+    return calls
+
+
+def test_every_documented_tool_call_matches_the_server_schema():
+    tools = {t.name: t.input_schema for t in asyncio.run(create_server(ROOT).list_tools())}
+    assert set(tools) == set(TOOLS)
+    calls = _tool_calls(SKILL.read_text(encoding="utf-8")) + _tool_calls(COMMAND.read_text(encoding="utf-8"))
+    assert {c.func.id for c in calls} == set(TOOLS), "every tool should be shown with its arguments"
+    for call in calls:
+        schema = tools[call.func.id]
+        assert not call.args, f"{call.func.id}: MCP tools take keyword arguments only"
+        for kw in call.keywords:
+            assert kw.arg in schema["properties"], f"{call.func.id} has no parameter {kw.arg!r}"
+            prop = schema["properties"][kw.arg]
+            allowed = prop.get("enum") or next((a["enum"] for a in prop.get("anyOf", []) if "enum" in a), None)
+            if allowed and isinstance(kw.value, ast.Constant):
+                assert kw.value.value in allowed, f"{call.func.id}({kw.arg}={kw.value.value!r}) not in {allowed}"
+
+
+# --- .claude-plugin/plugin.json and .mcp.json ----------------------------------------------------
+
+
+def _paths(value) -> list[str]:
+    return [value] if isinstance(value, str) else list(value) if isinstance(value, list) else []
+
+
+def test_plugin_manifest():
+    manifest = json.loads(PLUGIN.read_text(encoding="utf-8"))
+    assert set(manifest) <= PLUGIN_KEYS, f"unknown keys: {set(manifest) - PLUGIN_KEYS}"
+    assert NAME_RULE.match(manifest["name"]) and len(manifest["name"]) <= 64
+    assert SEMVER.match(manifest["version"])
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    assert manifest["version"] == pyproject["project"]["version"] == __version__
+    assert manifest["description"] and "<" not in manifest["description"]
+    assert manifest["author"]["name"]
+    for key in PLUGIN_PATH_KEYS:
+        for path in _paths(manifest.get(key)):
+            assert path.startswith("./"), f"{key}: {path} must be relative and start with ./"
+            assert (ROOT / path).exists(), f"{key}: {path} does not exist"
+    # It bundles the skill, the command and the MCP server.
+    skill_dirs = _paths(manifest["skills"])
+    assert any((ROOT / d / "SKILL.md").exists() for d in skill_dirs)
+    assert any(p.endswith("commands/mint-migrate.md") for p in _paths(manifest["commands"]))
+    assert (ROOT / manifest["mcpServers"]).resolve() == MCP_JSON.resolve()
+
+
+def test_mcp_json_registers_the_server():
+    config = json.loads(MCP_JSON.read_text(encoding="utf-8"))
+    assert list(config) == ["mcpServers"], "Claude Code reads only the mcpServers key"
+    server = config["mcpServers"]["mint-migrate"]
+    assert server.get("type", "stdio") == "stdio"
+    scripts = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["scripts"]
+    assert server["command"] in scripts, "the command must be a console script this package installs"
+    assert build_parser().parse_args(server["args"]).command == "serve"
+    # Secrets never go in the file: any env value must be a ${VAR} reference to the user's environment.
+    for value in server.get("env", {}).values():
+        assert re.fullmatch(r"\$\{[A-Z_][A-Z0-9_]*(:-[^}]*)?\}", value), value
+
+
+@pytest.fixture
+def anyio_backend():
+    return "asyncio"
+
+
+@pytest.mark.anyio
+async def test_server_starts_from_the_registered_command(tmp_path):
+    from mcp import Client, StdioServerParameters
+
+    server = json.loads(MCP_JSON.read_text(encoding="utf-8"))["mcpServers"]["mint-migrate"]
+    command = str(Path(sys.executable).parent / server["command"])  # the venv's console script
+    params = StdioServerParameters(command=command, args=server["args"], cwd=str(tmp_path))
+    async with Client(params) as client:
+        names = {t.name for t in (await client.list_tools()).tools}
+        assert names == set(TOOLS)
+        prompts = {p.name for p in (await client.list_prompts()).prompts}
+        assert "mint-migrate" in prompts
