@@ -6,6 +6,7 @@ check, 2 bad usage or unreadable input. Heavy imports happen inside the subcomma
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -261,7 +262,24 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _flags_as_concepts(argv: list[str]) -> list[str]:
+    """`mint-migrate map openrlhf --pretrain`: a concept may itself be a CLI flag of the source framework.
+
+    argparse would take it for one of ours, so every dash-word after `map` that is not our own
+    option is moved behind `--`.
+    """
+    if not argv or argv[0] != "map" or "--" in argv:
+        return argv
+    ours = {"--json", "-h", "--help"}
+    options = [a for a in argv[1:] if a in ours]
+    flags = [a for a in argv[1:] if a.startswith("-") and a not in ours]
+    positionals = [a for a in argv[1:] if not a.startswith("-")]
+    # argparse fills both positionals at once, so the flag must follow the framework directly.
+    return ["map", *options, *positionals, "--", *flags] if flags else argv
+
+
 def main(argv: Sequence[str] | None = None) -> None:
+    argv = _flags_as_concepts(list(sys.argv[1:] if argv is None else argv))
     args = build_parser().parse_args(argv)
     try:
         code = args.run(args)
@@ -269,6 +287,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         code = _fail(args, str(exc))
     except (FileNotFoundError, IsADirectoryError, PermissionError) as exc:
         code = _fail(args, f"cannot read {exc.filename}: {exc.strerror}")
+    except BrokenPipeError:
+        # `mint-migrate map verl | head`: the reader left; exit quietly as Unix tools do.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = EXIT_FINDINGS
     sys.exit(code)
 
 

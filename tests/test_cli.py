@@ -58,3 +58,16 @@ def test_help_lists_every_subcommand():
     assert done.returncode == 0
     for command in ("migrate", "scaffold", "map", "lint", "preflight", "smoke", "serve"):
         assert command in done.stdout
+
+
+def test_a_concept_may_be_a_flag_of_the_source_framework():
+    for args in (["map", "openrlhf", "--pretrain", "--json"], ["map", "openrlhf", "--json", "--model.model_name_or_path"]):
+        done = run(*args)
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout)["concepts"][0]["id"] == "pretrain"
+
+
+def test_output_cut_short_by_a_closed_pipe_is_quiet():
+    # `true` exits before the CLI has started, so every write of the CLI meets a closed pipe.
+    done = subprocess.run(f"'{CLI}' map verl --json | true", shell=True, capture_output=True, text=True, timeout=120)
+    assert "Traceback" not in done.stderr and "BrokenPipe" not in done.stderr
