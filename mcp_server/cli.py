@@ -93,7 +93,8 @@ def _cmd_migrate(args: argparse.Namespace) -> int:
 
     def human() -> str:
         plan = result.plan
-        lines = [f"framework: {plan.framework}   algorithm: {plan.algorithm}"]
+        variant = f" ({plan.variant})" if plan.variant else ""
+        lines = [f"framework: {plan.framework}   algorithm: {plan.algorithm}{variant}"]
         for key, setting in plan.settings:
             if setting is not None:
                 value = setting.value.model_dump(exclude_none=True) if key == "lora" else setting.value

@@ -112,6 +112,10 @@ class Construct(BaseModel):
 class MigrationPlan(BaseModel):
     framework: Framework
     algorithm: Algorithm
+    variant: str | None = Field(
+        default=None,
+        description="The algorithm's variant when the inputs name one: gspo, dapo, dr_grpo, rloo, cpo, ...",
+    )
     settings: Settings = Field(default_factory=Settings)
     framework_defaults: dict[str, Setting] = Field(
         default_factory=dict,

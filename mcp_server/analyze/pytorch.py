@@ -1,0 +1,209 @@
+"""Hand-written PyTorch / transformers training loops.
+
+The algorithm is read from the shape of the loss: token cross-entropy (or `outputs.loss` of a causal
+LM) is SFT, `logsigmoid(beta * (chosen - rejected))` is DPO, a KL divergence against a teacher's
+logits is distillation, and generated samples weighted by rewards or advantages are a policy
+gradient (group sampling makes it GRPO). Settings come from the optimizer, the data loader, the
+loops, the tokenizer and `generate` calls, through the script's constants and argparse defaults.
+"""
+
+import libcst as cst
+
+from mcp_server.analyze.evidence import Evidence, Value
+from mcp_server.analyze.inputs import Project
+from mcp_server.analyze.pycommon import (
+    dataset_calls,
+    dataset_id,
+    infra_imports,
+    lora_from_peft,
+    model_id,
+    TEACHER_FLAG,
+    model_loaders,
+    teacher_warning,
+    optimizer_lr,
+    trained_model_call,
+)
+from mcp_server.analyze.pysource import PySource, dotted_name
+from mcp_server.analyze.scalars import as_int
+from mcp_server.errors import MintMigrateError
+
+_STEP_WORDS = ("step", "iter", "update")
+_NAMED = {  # variable / argparse names -> settings, when the loop code itself cannot be resolved
+    "beta": "beta", "dpo_beta": "beta", "kl_coef": "kl_coef", "kl_beta": "kl_coef", "temperature": "temperature",
+    "num_generations": "num_generations", "group_size": "num_generations", "max_new_tokens": "max_response_length",
+    "grad_accum_steps": "gradient_accumulation_steps", "gradient_accumulation_steps": "gradient_accumulation_steps",
+    "accumulation_steps": "gradient_accumulation_steps", "clip_eps": "clip_ratio", "clip_ratio": "clip_ratio",
+    "max_length": "max_seq_length", "max_seq_length": "max_seq_length", "max_seq_len": "max_seq_length",
+    "epochs": "num_epochs", "num_epochs": "num_epochs", "max_steps": "max_steps",
+}
+
+
+def is_training_script(src: PySource) -> bool:
+    return bool(src.calls_named("backward")) or bool(optimizer_lr(src)) or bool(src.calls_named(*_HF_TRAINERS))
+
+
+def analyze(project: Project, ev: Evidence) -> None:
+    found_loop = False
+    for f in project.pythons():
+        src = f.python
+        if not is_training_script(src):
+            continue
+        found_loop = True
+        infra_imports(src, ev)
+        _hf_trainer(src, ev)
+        _settings(src, ev)
+        _algorithm(src, ev)
+        _constructs(src, ev)
+    if not found_loop:
+        raise MintMigrateError(
+            f"{project.primary.label}:1: no training loop found (no optimizer, no loss.backward()); pass the script "
+            "that trains, or a TRL / verl / OpenRLHF / torchforge / Tinker setup."
+        )
+
+
+_HF_TRAINERS = ("Trainer", "Seq2SeqTrainer")
+
+
+def _hf_trainer(src: PySource, ev: Evidence) -> None:
+    """transformers' Trainer: TrainingArguments fields carry the settings, the model's own loss is SFT."""
+    from mcp_server.analyze.trl import FIELDS
+
+    for call in src.calls_named("TrainingArguments", "Seq2SeqTrainingArguments"):
+        for key, value in call.kwargs().items():
+            if key in FIELDS:
+                ev.setting(FIELDS[key], value)
+    for call in src.calls_named(*_HF_TRAINERS):
+        ev.vote("sft", call.loc, f"transformers {call.name} on a causal LM (the model's own next-token loss)", 2)
+        ev.construct(f"{call.name}(model, args=TrainingArguments(...))", call.loc,
+                     "training loop: forward_backward(data, 'cross_entropy') + optim_step(AdamParams)")
+
+
+def _settings(src: PySource, ev: Evidence) -> None:
+    model = trained_model_call(src)
+    if model is not None:
+        ev.setting("base_model", model_id(model))
+    loads = dataset_calls(src)
+    if loads:
+        ev.setting("dataset", dataset_id(loads[0]))
+    for call, lr in optimizer_lr(src)[:1]:
+        ev.setting("learning_rate", lr)
+        ev.construct(f"torch.optim.{call.name}(lr=...)", call.loc, "optim_step(types.AdamParams(learning_rate=...))",
+                     "MinT's Adam defaults differ (beta2=0.95, eps=1e-12, weight_decay=0): set them explicitly")
+    for call in src.calls_named("DataLoader"):
+        ev.setting("per_device_batch_size", call.kwarg("batch_size") or call.arg(1))
+        break
+    for call in src.calls_named("LoraConfig"):
+        lora_from_peft(call, ev)
+    for target, iterator, scope, loc in src.loops:
+        if not (isinstance(iterator, cst.Call) and dotted_name(iterator.func) == "range" and iterator.args):
+            continue
+        bound = src.evaluate(iterator.args[-1].value if len(iterator.args) == 1 else iterator.args[1].value, scope)
+        if bound is None or as_int(bound.value) is None:
+            continue
+        if "epoch" in target.lower():
+            ev.setting("num_epochs", bound)
+        elif any(w in target.lower() for w in _STEP_WORDS):
+            ev.setting("max_steps", bound)
+    for left, right, scope, loc in src.divisions:
+        name = dotted_name(right) or ""
+        if "accum" in name.lower() and _is_loss(left):
+            ev.setting("gradient_accumulation_steps", src.evaluate(right, scope))
+    for call in src.calls:
+        if call.kwarg_node("max_length") is not None and call.name in {"tokenizer", "apply_chat_template", "encode",
+                                                                         "__call__", "tok", "encode_plus"}:
+            ev.setting("max_seq_length", call.kwarg("max_length"))
+        if call.name == "generate":
+            ev.setting("max_response_length", call.kwarg("max_new_tokens"))
+            ev.setting("num_generations", call.kwarg("num_return_sequences"))
+            ev.setting("temperature", call.kwarg("temperature"))
+    # named constants / argparse options the loop uses in expressions we do not evaluate
+    for name, setting in _NAMED.items():
+        if ev.best(setting) is not None:
+            continue
+        value = src.argparse_value(name) if name in src.argparse else None
+        if value is None and name.upper() in src.assigns:
+            value = _module_constant(src, name.upper())
+        if value is None and name in src.assigns:
+            value = _module_constant(src, name)
+        ev.setting(setting, value)
+
+
+def _is_loss(node: cst.BaseExpression) -> bool:
+    """`loss`, `outputs.loss`, `model(**batch).loss`: the thing divided by the accumulation steps."""
+    if isinstance(node, cst.Name):
+        return "loss" in node.value.lower()
+    if isinstance(node, cst.Attribute):
+        return "loss" in node.attr.value.lower()
+    return False
+
+
+def _module_constant(src: PySource, name: str) -> Value | None:
+    defs = [a for a in src.assigns.get(name, []) if a.scope is None and len(a.targets) == 1]
+    return src.evaluate(defs[-1].value, None) if defs else None
+
+
+def _algorithm(src: PySource, ev: Evidence) -> None:
+    calls = {c.name for c in src.calls}
+    text = src.text.lower()
+    first = {c.name: c.loc for c in reversed(src.calls)}
+    if "logsigmoid" in calls and ("chosen" in text or "rejected" in text):
+        ev.vote("dpo", first["logsigmoid"], "logsigmoid(beta * (chosen - rejected)) loss", 3)
+    elif "kl_div" in calls and "teacher" in text:
+        ev.vote("distillation", first["kl_div"], "kl_div(student, teacher) loss", 3)
+        for call in model_loaders(src):
+            if "teacher" in (call.assigned_to or "").lower() and model_id(call) is not None:
+                teacher_warning(ev, str(model_id(call).value), call.loc)
+                ev.construct(f"teacher {model_id(call).value}", call.loc,
+                             TEACHER_FLAG,
+                             "the teacher's logprobs come from MinT; forward KL on logits becomes reverse KL on "
+                             "sampled tokens (on-policy distillation)")
+    elif "generate" in calls and ("advantage" in text or "reward" in text):
+        group = ev.best("num_generations")
+        algorithm = "grpo" if group is not None and (as_int(group.value) or 0) > 1 else "reinforce"
+        ev.vote(algorithm, first["generate"], "sampled completions weighted by rewards (policy gradient)", 3)
+        if "value_head" in text or "critic" in text:
+            ev.vote("ppo", first["generate"], "a value head / critic", 4)
+            ev.warn("CRITIC_GAE", "The loop trains a value head (critic). MinT has no value model: the migration "
+                    "uses a group baseline (several samples per prompt, advantage = reward - group mean).",
+                    first["generate"])
+        if "clamp" in calls and "ratio" in text:
+            ev.extra("clipped", Value(True, first["clamp"]))
+    elif calls & {"cross_entropy", "CrossEntropyLoss", "nll_loss"} or _uses_model_loss(src):
+        loc = next((first[n] for n in ("cross_entropy", "CrossEntropyLoss", "nll_loss") if n in first), None)
+        ev.vote("sft", loc or _loss_loc(src), "token cross-entropy loss", 2)
+    else:
+        ev.vote("other", None, "the loss does not match SFT, DPO, distillation or policy-gradient shapes", 0)
+
+
+def _uses_model_loss(src: PySource) -> bool:
+    return any(attr == "loss" for attr, _, _ in src.attributes)
+
+
+def _loss_loc(src: PySource):
+    return next((loc for attr, loc, _ in src.attributes if attr == "loss"), None)
+
+
+def _constructs(src: PySource, ev: Evidence) -> None:
+    for call in src.calls_named("backward")[:1]:
+        ev.construct("loss.backward(); optimizer.step()", call.loc,
+                     "training_client.forward_backward(datums, loss_fn) + optim_step(adam), submitted together",
+                     "gradients are computed server-side; the loss lives in the Datum weights / advantages")
+    for call in src.calls_named("get_peft_model")[:1]:
+        ev.construct("get_peft_model(model, LoraConfig)", call.loc, "create_lora_training_client(base_model, rank)")
+    for call in src.calls_named("generate")[:1]:
+        ev.construct("model.generate(...)", call.loc,
+                     "sampling_client.sample(prompt, num_samples, SamplingParams(max_tokens, temperature, stop))")
+    for call in src.calls_named("save_pretrained", "save")[:1]:
+        ev.construct(f"{call.name}(...)", call.loc, "training_client.save_state(name) (+ save_weights_for_sampler)")
+    for call in src.calls:
+        if call.name.startswith("get_") and call.name.endswith("schedule") or call.name in {"LambdaLR", "CosineAnnealingLR"}:
+            ev.construct(f"{call.name}(...)", call.loc, "learning rate computed per step in train.py",
+                         "pass it in every optim_step(AdamParams(learning_rate=lr))")
+            break
+    for call in src.calls_named("clip_grad_norm_")[:1]:
+        max_norm = call.kwarg("max_norm") or call.arg(1)
+        value = max_norm.value if max_norm is not None else "..."
+        ev.construct(f"clip_grad_norm_(..., {value})", call.loc, f"AdamParams(grad_clip_norm={value})")
+    if src.calls_named("Accelerator"):
+        ev.construct("accelerate.Accelerator()", src.calls_named("Accelerator")[0].loc, "(nothing)",
+                     "devices and distribution are server-side on MinT")

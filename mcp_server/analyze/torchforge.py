@@ -1,0 +1,131 @@
+"""torchforge (meta-pytorch): GRPO/SFT app YAML configs and the actor/service Python around them.
+
+Both spellings of the config are read: the current one (`policy.engine_args`, `policy.sampling_params`,
+`local_batch_size`) and the October 2025 one (`policy.engine_config`, `policy.sampling_config`,
+`batch_size`). `${key}` interpolations are followed to the line that sets the value.
+"""
+
+from mcp_server.analyze.evidence import Evidence, Loc, Value
+from mcp_server.analyze.inputs import Project
+from mcp_server.analyze.pycommon import function_names, infra_imports, server_side
+from mcp_server.analyze.scalars import as_number
+from mcp_server.plan import Algorithm
+
+# Order matters: for the same setting, a later key wins (the one the run really uses).
+KEYS = [
+    ("model_name", "base_model"), ("trainer.model.hf_assets_path", "base_model"),
+    ("policy.engine_config.model", "base_model"), ("policy.engine_args.model", "base_model"), ("model", "base_model"),
+    ("dataset.path", "dataset"), ("dataset.dataset_name", "dataset"),
+    ("optimizer.lr", "learning_rate"), ("trainer.optimizer.lr", "learning_rate"),
+    ("batch_size", "per_device_batch_size"), ("training.local_batch_size", "per_device_batch_size"),
+    ("trainer.training.local_batch_size", "per_device_batch_size"), ("local_batch_size", "per_device_batch_size"),
+    ("training.steps", "max_steps"), ("trainer.training.steps", "max_steps"),
+    ("training.seq_len", "max_seq_length"), ("trainer.training.seq_len", "max_seq_length"),
+    ("max_req_tokens", "max_prompt_length"),
+    ("max_res_tokens", "max_response_length"), ("policy.sampling_config.max_tokens", "max_response_length"),
+    ("policy.sampling_params.max_tokens", "max_response_length"),
+    ("group_size", "num_generations"), ("policy.sampling_config.n", "num_generations"),
+    ("policy.sampling_params.n", "num_generations"),
+    ("policy.sampling_config.temperature", "temperature"), ("policy.sampling_params.temperature", "temperature"),
+]
+_SERVICE_BLOCKS = ("services.", "actors.", "processes.", "parallelism.", "trainer.parallelism.", "ref_model.parallelism.",
+                   "policy.engine_args.tensor_parallel_size", "policy.engine_config.tensor_parallel_size")
+_ACTORS = {
+    "Generator": "SamplingClient (save_weights_and_get_sampling_client() after each optim_step)",
+    "Policy": "SamplingClient (save_weights_and_get_sampling_client() after each optim_step)",
+    "TitanTrainer": "TrainingClient.forward_backward + optim_step(AdamParams)",
+    "RLTrainer": "TrainingClient.forward_backward + optim_step(AdamParams)",
+    "ReferenceModel": "a base-model sampler's compute_logprobs (only if a KL term is kept)",
+    "ReplayBuffer": "a plain Python list of Datums",
+    "ComputeAdvantages": "advantages = (reward - group mean) / (group std + eps), client-side",
+    "RewardActor": "reward_fn(prompt, completion, row) -> float in train.py",
+    "DatasetActor": "JSONL rows passed with --data",
+}
+
+
+def looks_like_config(keys: list[str]) -> bool:
+    return any(k.startswith(("policy.engine_args", "policy.engine_config", "policy.sampling_params",
+                             "policy.sampling_config", "replay_buffer.", "services.", "trainer.optimizer."))
+               for k in keys)
+
+
+def defaults(algorithm: Algorithm) -> dict[str, tuple[object, str]]:
+    return {"kl_coef": (0.1, "SimpleGRPOLoss(beta=0.1)")} if algorithm == "grpo" else {}
+
+
+def analyze(project: Project, ev: Evidence) -> None:
+    config: dict[str, Value] = {}
+    for y in project.yamls():
+        config.update(y.yaml.values)
+    for key, setting in KEYS:
+        value = config.get(key)
+        if value is not None and isinstance(value.value, str) and "${" in value.value:
+            continue
+        ev.setting(setting, value)
+
+    datasets = config.get("training.datasets") or config.get("dataset.datasets")
+    if datasets is not None and isinstance(datasets.value, list):
+        paths = [d["path"] for d in datasets.value if isinstance(d, dict) and isinstance(d.get("path"), str)]
+        if paths:
+            ev.setting("dataset", datasets.with_value(paths if len(paths) > 1 else paths[0]))
+
+    rl = any(k in config for k in ("group_size", "policy.sampling_params.n", "policy.sampling_config.n"))
+    first = next(iter(config.values())).loc if config else Loc(project.primary.label, 1)
+    if rl:
+        ev.vote("grpo", first, "torchforge GRPO config (group_size / policy.sampling_params)", 2)
+    elif config:
+        ev.vote("sft", first, "torchforge config without a policy or groups (SFT app)", 1)
+    for key in config:
+        if key.startswith(_SERVICE_BLOCKS):
+            server_side(ev, f"{key.rsplit('.', 1)[0]} (Monarch services, procs, GPUs, parallelism)", config[key].loc)
+            break
+    if any(k.startswith("ref_model.") for k in config):
+        loc = next(config[k].loc for k in config if k.startswith("ref_model."))
+        ev.warn("KL_REFERENCE", "A reference model feeds the KL term of SimpleGRPOLoss. MinT's built-in losses have "
+                "no KL term: fold the KL into the reward (reference logprobs from a base-model sampler's "
+                "compute_logprobs), or drop it.", loc)
+    for key in ("off_by_n", "replay_buffer.max_policy_age"):
+        if key in config:
+            ev.construct(f"{key}={config[key].value}", config[key].loc, "refresh the sampler every step",
+                         "the scaffold samples from the latest weights; importance sampling corrects small staleness")
+            break
+    if "trainer.training.max_norm" in config:
+        v = config["trainer.training.max_norm"]
+        ev.construct(f"trainer.training.max_norm={v.value}", v.loc, f"AdamParams(grad_clip_norm={v.value})")
+
+    for f in project.pythons():
+        src = f.python
+        infra_imports(src, ev)
+        for call in src.calls:
+            owner = call.qualname.rsplit(".", 2)[-2] if "." in call.qualname else call.name
+            if owner in _ACTORS and call.name in {"options", "as_service", "as_actor"} or call.name in _ACTORS:
+                name = owner if owner in _ACTORS else call.name
+                ev.construct(f"{name} (torchforge actor/service)", call.loc, _ACTORS[name])
+                if name in {"Generator", "Policy"}:
+                    server_side(ev, "vLLM Generator service", call.loc)
+            if call.name in {"SimpleGRPOLoss", "GRPOLoss"}:
+                ev.vote("grpo", call.loc, f"{call.name}(...)", 3)
+                beta = call.kwarg("beta")
+                ev.setting("kl_coef", beta)
+                ev.construct(f"{call.name}(beta=...)", call.loc, "forward_backward(data, 'importance_sampling')",
+                             "per-token mean in forge, sum on MinT: scale advantages by 1/len for parity")
+                if beta is None or (as_number(beta.value) or 0) > 0:
+                    ev.warn("KL_REFERENCE", f"{call.name} adds beta * KL(policy || reference) to the loss; MinT's "
+                            "losses have no KL term. Fold it into the reward, or drop it.", call.loc)
+            elif call.name == "ReinforceLoss":
+                ev.vote("reinforce", call.loc, "ReinforceLoss(...)", 3)
+            if call.name == "as_service" and call.kwarg_node("reward_functions") is not None:
+                names = function_names(call.kwarg_node("reward_functions"), src, call.scope)
+                if names:
+                    ev.setting("reward_functions", Value(names, src.loc(call.kwarg_node("reward_functions"))))
+        if src.imports_module("forge.actors.trainer") and not ev.votes:
+            ev.vote("sft", src.imports_module("forge.actors.trainer"), "a torchforge trainer without GRPO", 0)
+        for module in ("apps.sft", "forge.apps.sft"):
+            loc = src.imports_module(module)
+            if loc:
+                ev.vote("sft", loc, f"imports {module}", 2)
+    if rl or any(v.algorithm == "grpo" for v in ev.votes):
+        ev.warn("LOSS_AGGREGATION", "torchforge's GRPO loss averages per token, then over the batch; MinT's losses "
+                "sum over tokens. Scale the advantages by 1/len(response) to keep the same weighting.", None)
+    if not ev.votes:
+        ev.vote("other", None, "no torchforge GRPO or SFT construct found", 0)

@@ -1,0 +1,282 @@
+"""verl: `python -m verl.trainer.main_ppo` hydra overrides, verl YAML configs, SFT trainers, recipes.
+
+Settings are hydra keys. A YAML config (the trainer config, or a user config passed with
+--config / --config-name) is read first; the command's `key=value` overrides win over it, as in
+hydra. Key names and defaults follow verl's `ppo_trainer.yaml` / `sft_trainer.yaml`.
+"""
+
+from mcp_server.analyze.evidence import Evidence, Level, Loc, Value
+from mcp_server.analyze.inputs import InputFile, Project, add_file
+from mcp_server.analyze.pycommon import infra_imports, server_side
+from mcp_server.analyze.scalars import as_number
+from mcp_server.analyze.shell import Arg, Command
+from mcp_server.plan import Algorithm
+
+RL_KEYS = {
+    "actor_rollout_ref.model.path": "base_model",
+    "data.train_files": "dataset",
+    "actor_rollout_ref.actor.optim.lr": "learning_rate",
+    "data.train_batch_size": "global_batch_size",
+    "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu": "per_device_batch_size",
+    "trainer.total_epochs": "num_epochs",
+    "trainer.total_training_steps": "max_steps",
+    "data.max_prompt_length": "max_prompt_length",
+    "data.max_response_length": "max_response_length",
+    "actor_rollout_ref.model.lora_rank": "lora.rank",
+    "actor_rollout_ref.model.lora_alpha": "lora.alpha",
+    "actor_rollout_ref.model.target_modules": "lora.target_modules",
+    "actor_rollout_ref.rollout.n": "num_generations",
+    "actor_rollout_ref.rollout.temperature": "temperature",
+}
+SFT_KEYS = {
+    "model.partial_pretrain": "base_model",
+    "model.path": "base_model",
+    "data.train_files": "dataset",
+    "optim.lr": "learning_rate",
+    "data.train_batch_size": "global_batch_size",
+    "data.micro_batch_size_per_gpu": "per_device_batch_size",
+    "data.max_length": "max_seq_length",
+    "model.lora_rank": "lora.rank",
+    "model.lora_alpha": "lora.alpha",
+    "model.target_modules": "lora.target_modules",
+    "trainer.total_epochs": "num_epochs",
+    "trainer.total_training_steps": "max_steps",
+}
+ESTIMATORS: dict[str, tuple[Algorithm, str | None]] = {
+    "gae": ("ppo", None),
+    "grpo": ("grpo", None), "grpo_passk": ("grpo", "grpo_passk"), "grpo_vectorized": ("grpo", None),
+    "reinforce_plus_plus": ("reinforce", "reinforce_plus_plus"),
+    "reinforce_plus_plus_baseline": ("reinforce", "reinforce_plus_plus_baseline"),
+    "remax": ("reinforce", "remax"), "rloo": ("reinforce", "rloo"), "rloo_vectorized": ("reinforce", "rloo"),
+    # group-sampled policy-gradient estimators with their own baselines: the GRPO scaffold, variant named
+    "opo": ("grpo", "opo"), "gpg": ("grpo", "gpg"), "optimal_token_baseline": ("grpo", "optimal_token_baseline"),
+    "tir_optimal_token_baseline": ("grpo", "tir_optimal_token_baseline"),
+}
+DEFAULTS_RL = {
+    "learning_rate": (1e-6, "actor_rollout_ref.actor.optim.lr"),
+    "global_batch_size": (1024, "data.train_batch_size"),
+    "max_prompt_length": (512, "data.max_prompt_length"),
+    "max_response_length": (512, "data.max_response_length"),
+    "num_generations": (1, "actor_rollout_ref.rollout.n"),
+    "clip_ratio": (0.2, "actor_rollout_ref.actor.clip_ratio"),
+    "temperature": (1.0, "actor_rollout_ref.rollout.temperature"),
+    "num_epochs": (30, "trainer.total_epochs"),
+}
+DEFAULTS_SFT = {
+    "learning_rate": (1e-5, "optim.lr"),
+    "global_batch_size": (256, "data.train_batch_size"),
+    "max_seq_length": (1024, "data.max_length"),
+}
+_SERVER_SIDE_KEYS = ("actor_rollout_ref.rollout.name", "actor_rollout_ref.rollout.tensor_model_parallel_size",
+                     "actor_rollout_ref.rollout.gpu_memory_utilization", "actor_rollout_ref.actor.fsdp_config",
+                     "actor_rollout_ref.ref.fsdp_config", "actor_rollout_ref.actor.strategy", "trainer.n_gpus_per_node",
+                     "trainer.nnodes", "actor_rollout_ref.actor.megatron", "actor_rollout_ref.model.enable_gradient_checkpointing",
+                     "actor_rollout_ref.actor.ppo_max_token_len_per_gpu", "model.fsdp_config", "ulysses_sequence_parallel_size")
+
+
+def defaults(algorithm: Algorithm) -> dict[str, tuple[object, str]]:
+    return DEFAULTS_SFT if algorithm == "sft" else DEFAULTS_RL
+
+
+def is_verl_command(command: Command) -> bool:
+    target = command.module or command.script or ""
+    return target.startswith(("verl.", "recipe.")) or "/verl/" in target
+
+
+def looks_like_config(keys: list[str]) -> bool:
+    return any(k.startswith(("actor_rollout_ref.", "critic.", "algorithm.adv_estimator", "custom_reward_function."))
+               for k in keys) or "model.partial_pretrain" in keys
+
+
+def analyze(project: Project, ev: Evidence) -> None:
+    command = next((c for c in project.commands() if is_verl_command(c)), None)
+    config, args = _merged(project, command)
+    sft = _is_sft(command, config)
+    keys = SFT_KEYS if sft else RL_KEYS
+    for f in project.pythons():
+        infra_imports(f.python, ev)
+    if command is not None:
+        ev.construct(command.text, command.loc, "python train.py (the MinT scaffold) with argparse flags")
+        if len([c for c in project.commands() if is_verl_command(c)]) > 1:
+            ev.warn("MULTIPLE_COMMANDS", "The script launches several verl runs; the first one was migrated.",
+                    command.loc)
+        if command.world_size is not None:
+            ev.extra("world_size", command.world_size)
+
+    for key, setting in keys.items():
+        value = config.get(key)
+        if value is None and key in args and setting in {"dataset", "base_model"}:
+            value = args[key].literal(Level.COMMAND)
+            if value is not None:
+                ev.warn("UNRESOLVED", f"{key}={value.value}: part of this value comes from the environment "
+                        "(or a positional parameter); it is reported as written.", value.loc)
+        if value is not None and setting == "lora.rank" and as_number(value.value) == 0:
+            ev.construct(f"{key}=0", value.loc, "create_lora_training_client(rank=...)",
+                         "0 means full fine-tuning in verl; MinT always trains LoRA")
+            continue
+        if value is not None and setting in {"lora.alpha", "lora.target_modules"}:
+            rank = config.get(key.rsplit(".", 1)[0] + ".lora_rank")
+            if rank is None or as_number(rank.value) in (None, 0):
+                continue  # LoRA options without LoRA: verl ignores them
+        ev.setting(setting, value)
+    rank = config.get(("model." if sft else "actor_rollout_ref.model.") + "lora_rank")
+    if rank is not None and (as_number(rank.value) or 0) > 0:
+        ev.extra("used_lora", rank)
+        prefix = "model." if sft else "actor_rollout_ref.model."
+        extra = [k for k in ("lora_alpha", "target_modules") if config.get(prefix + k) is not None]
+        if extra:
+            ev.warn("LORA_OPTIONS", f"LoRA {', '.join(extra)} {'has' if len(extra) == 1 else 'have'} no MinT "
+                    "equivalent: MinT takes only the rank "
+                    "and trains attention, MLP and unembedding.", rank.loc)
+    if sft:
+        ev.vote("sft", command.loc if command else _first_loc(project), "verl SFT trainer", 3)
+        return
+    _rl(project, config, ev, command)
+
+
+def _merged(project: Project, command: Command | None) -> tuple[dict[str, Value], dict[str, Arg]]:
+    config: dict[str, Value] = {}
+    for y in project.yamls():
+        config.update(y.yaml.values)
+    args: dict[str, Arg] = {}
+    if command is not None:
+        for arg in command.overrides():
+            args[arg.name] = arg
+            if arg.value is not None:
+                config[arg.name] = arg.value
+            else:
+                config.pop(arg.name, None)
+    return config, args
+
+
+def _is_sft(command: Command | None, config: dict[str, Value]) -> bool:
+    if command is not None:
+        target = command.module or command.script or ""
+        return "sft" in target.rsplit(".", 1)[-1] or "sft_trainer" in target
+    return "model.partial_pretrain" in config or (
+        not any(k.startswith("actor_rollout_ref.") for k in config) and "optim.lr" in config)
+
+
+def _first_loc(project: Project) -> Loc:
+    return Loc(project.primary.label, 1)
+
+
+def _rl(project: Project, config: dict[str, Value], ev: Evidence, command: Command | None) -> None:
+    where = command.loc if command else _first_loc(project)
+    estimator = config.get("algorithm.adv_estimator")
+    if estimator is not None:
+        algorithm, variant = ESTIMATORS.get(str(estimator.value), ("other", str(estimator.value)))
+        ev.vote(algorithm, estimator.loc, f"algorithm.adv_estimator={estimator.value}", 3)
+        ev.extra("kind_hint", Value("grpo", estimator.loc))
+        ev.set_variant(variant, estimator.loc)
+    else:
+        ev.vote("ppo", where, "verl's default estimator is gae (PPO with a critic)", 2)
+    target = (command.module or command.script or "") if command else ""
+    if target.startswith("recipe."):
+        recipe = target.split(".")[1]
+        ev.set_variant(recipe, where)
+        ev.construct(f"verl recipe {recipe}", where, "the MinT grpo scaffold", f"recipe-specific logic of {recipe} "
+                     "(filters, schedules) has to be ported by hand")
+    ev.extra("prompts_per_step", config.get("data.train_batch_size"))
+    ev.extra("mini_batch", config.get("actor_rollout_ref.actor.ppo_mini_batch_size"))
+
+    # the clipped objective
+    low = config.get("actor_rollout_ref.actor.clip_ratio_low")
+    high = config.get("actor_rollout_ref.actor.clip_ratio_high")
+    ev.setting("clip_ratio", config.get("actor_rollout_ref.actor.clip_ratio") or low)
+    ev.extra("clip_low", low or config.get("actor_rollout_ref.actor.clip_ratio"))
+    ev.extra("clip_high", high)
+    if high is not None and (low is None or as_number(high.value) != as_number(low.value)):
+        ev.set_variant("dapo", high.loc, override=False)
+    mode = config.get("actor_rollout_ref.actor.policy_loss.loss_mode")
+    if mode is not None and mode.value != "vanilla":
+        ev.extra("loss_mode", mode)
+        if mode.value in {"gspo", "cispo", "sapo", "gpg", "clip_cov", "kl_cov", "geo_mean"}:
+            ev.set_variant(str(mode.value), mode.loc)
+    if config.get("algorithm.filter_groups.enable") is not None and config["algorithm.filter_groups.enable"].value:
+        ev.construct("algorithm.filter_groups (dynamic sampling)", config["algorithm.filter_groups.enable"].loc,
+                     "groups whose rewards are all equal are skipped", "the scaffold drops zero-variance groups")
+        ev.set_variant("dapo", config["algorithm.filter_groups.enable"].loc, override=False)
+    norm = config.get("algorithm.norm_adv_by_std_in_grpo")
+    if norm is not None:
+        ev.construct(f"algorithm.norm_adv_by_std_in_grpo={norm.value}", norm.loc,
+                     "advantages = reward - group mean" + (" (÷ group std)" if norm.value else ""))
+
+    # KL terms
+    kl_loss, kl_reward = config.get("actor_rollout_ref.actor.use_kl_loss"), config.get("algorithm.use_kl_in_reward")
+    if kl_loss is not None and kl_loss.value is True:
+        ev.setting("kl_coef", config.get("actor_rollout_ref.actor.kl_loss_coef"))
+        _kl_warning(ev, "actor_rollout_ref.actor.use_kl_loss=True", config.get("actor_rollout_ref.actor.kl_loss_coef")
+                    or kl_loss)
+    if kl_reward is not None and kl_reward.value is True:
+        ev.setting("kl_coef", config.get("algorithm.kl_ctrl.kl_coef"))
+        _kl_warning(ev, "algorithm.use_kl_in_reward=True", config.get("algorithm.kl_ctrl.kl_coef") or kl_reward)
+
+    # critic / GAE
+    critic_keys = [k for k in config if k.startswith("critic.")]
+    if estimator is None or estimator.value == "gae" or critic_keys:
+        loc = estimator.loc if estimator is not None else (config[critic_keys[0]].loc if critic_keys else where)
+        ev.warn("CRITIC_GAE", "GAE advantages need a critic (value model), and MinT has none. The migration uses a "
+                "group baseline instead: several samples per prompt (rollout.n), advantage = reward - group mean "
+                "(GRPO), with the ppo clipped loss. Set rollout.n > 1 worth of samples with --group-size.", loc)
+    reward_model = config.get("reward_model.enable")
+    if reward_model is not None and reward_model.value is True:
+        ev.warn("REWARD_MODEL_SCORING", "reward_model.enable=True scores rollouts with a learned reward model; MinT "
+                "serves no reward-model head. Score in Python, or call a MinT sampler as a judge.", reward_model.loc)
+    agg = config.get("actor_rollout_ref.actor.loss_agg_mode")
+    ev.warn("LOSS_AGGREGATION", "MinT's losses sum over tokens; verl averages them (loss_agg_mode="
+            f"{agg.value if agg else 'token-mean'}). Scale the advantages by 1/len(response) to keep the same "
+            "per-token weighting.", agg.loc if agg else None)
+    entropy = config.get("actor_rollout_ref.actor.entropy_coeff")
+    if entropy is not None and (as_number(entropy.value) or 0) > 0:
+        ev.warn("ENTROPY_BONUS", f"entropy_coeff={entropy.value}: MinT's built-in losses have no entropy bonus; "
+                "drop it (or write a custom loss).", entropy.loc)
+    epochs = config.get("actor_rollout_ref.actor.ppo_epochs")
+    if epochs is not None and (as_number(epochs.value) or 1) > 1:
+        ev.warn("MULTI_UPDATE", f"ppo_epochs={epochs.value}: several updates per batch. On MinT repeat "
+                "forward_backward + optim_step over the same Datums, or keep one update per batch.", epochs.loc)
+    for key in _SERVER_SIDE_KEYS:
+        hits = [k for k in config if k == key or k.startswith(key + ".")]
+        if hits:
+            server_side(ev, f"{hits[0]}={config[hits[0]].value}", config[hits[0]].loc)
+            break
+    _reward_function(project, config, ev)
+
+
+def _kl_warning(ev: Evidence, what: str, value: Value) -> None:
+    ev.warn("KL_REFERENCE", f"{what}: MinT's built-in losses have no KL term. Fold the KL penalty into the reward "
+            "(reward - coef * (logp - logp_ref), reference logprobs from a base-model sampler's compute_logprobs), "
+            "or drop it.", value.loc)
+
+
+def _reward_function(project: Project, config: dict[str, Value], ev: Evidence) -> None:
+    path = config.get("custom_reward_function.path")
+    if path is None:
+        return
+    name = config.get("custom_reward_function.name")
+    fn = str(name.value) if name is not None else "compute_score"
+    ev.setting("reward_functions", Value([f"{path.value}:{fn}"], (name or path).loc, path.level))
+    reward_file = _reward_file(project, str(path.value))
+    if reward_file is None or reward_file.python is None:
+        ev.construct(f"custom_reward_function {path.value}:{fn}", path.loc, "reward_fn in train.py",
+                     "pass the reward module with --config to check it")
+        return
+    info = reward_file.python.functions.get(fn)
+    if info is None:
+        ev.warn("REWARD_FN_MISSING", f"{reward_file.label} defines no function {fn}; verl would fail to load it.",
+                path.loc)
+        return
+    ev.construct(f"custom_reward_function {fn}(data_source, solution_str, ground_truth, extra_info)", info.loc,
+                 "reward_fn(prompt, completion, row) -> float in train.py",
+                 "call it with the decoded completion as solution_str and the row's answer as ground_truth")
+
+
+def _reward_file(project: Project, written: str) -> InputFile | None:
+    found = project.find(written)
+    if found is not None:
+        return found
+    for base in {f.path.parent for f in project.files}:
+        candidate = base / written
+        if candidate.is_file() and candidate.suffix == ".py":
+            return add_file(project, candidate, auto=True)
+    return None

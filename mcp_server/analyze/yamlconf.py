@@ -1,0 +1,105 @@
+"""YAML configs (TRL recipes, verl hydra configs, torchforge configs) flattened to dotted keys with lines.
+
+`a: {b: {c: 1}}` becomes `{"a.b.c": Value(1, file:line)}`. Unquoted scalars are read the way
+OmegaConf reads them (`1e-6` is a float, which PyYAML alone would leave a string). Whole-value
+interpolations `${other.key}` are resolved within the file and traced to the line that defines the
+value; `${oc.env:...}` and partial interpolations stay unresolved (a string with `${`).
+"""
+
+import re
+from typing import Any
+
+import yaml
+
+from mcp_server.analyze.evidence import Level, Loc, Value
+from mcp_server.analyze.scalars import parse_scalar
+from mcp_server.errors import MintMigrateError
+
+_INTERP = re.compile(r"\$\{([^${}]+)\}")
+
+
+class YamlConfig:
+    def __init__(self, text: str, label: str, level: Level = Level.CONFIG):
+        self.label = label
+        self.level = level
+        self.values: dict[str, Value] = {}
+        try:
+            node = yaml.compose(text, Loader=yaml.SafeLoader)
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+            line = mark.line + 1 if mark else 1
+            problem = getattr(exc, "problem", None) or str(exc)
+            raise MintMigrateError(
+                f"{label}:{line}: cannot parse YAML: {problem}. Fix the file, or leave it out of --config."
+            ) from exc
+        if node is not None and not isinstance(node, yaml.MappingNode):
+            line = node.start_mark.line + 1
+            raise MintMigrateError(
+                f"{label}:{line}: the YAML document is not a mapping of config keys; "
+                "pass a training config (key: value), or leave this file out."
+            )
+        self._loader = yaml.SafeLoader("")
+        if node is not None:
+            self._walk(node, "")
+        self._resolve_interpolations()
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.values
+
+    def get(self, key: str) -> Value | None:
+        return self.values.get(key)
+
+    def keys(self) -> list[str]:
+        return list(self.values)
+
+    def under(self, prefix: str) -> dict[str, Value]:
+        """Keys below `prefix.` with the prefix removed."""
+        cut = len(prefix) + 1
+        return {k[cut:]: v for k, v in self.values.items() if k.startswith(prefix + ".")}
+
+    def _walk(self, node: yaml.Node, prefix: str) -> None:
+        for key_node, value_node in node.value:
+            if not isinstance(key_node, yaml.ScalarNode):
+                continue
+            if key_node.value == "<<":  # merge keys: walk the merged mapping in place
+                if isinstance(value_node, yaml.MappingNode):
+                    self._walk(value_node, prefix)
+                continue
+            key = f"{prefix}{key_node.value}"
+            line = key_node.start_mark.line + 1
+            if isinstance(value_node, yaml.MappingNode):
+                self._walk(value_node, key + ".")
+                continue
+            self.values[key] = Value(self._construct(value_node), Loc(self.label, line), self.level)
+
+    def _construct(self, node: yaml.Node) -> Any:
+        if isinstance(node, yaml.ScalarNode):
+            if node.style is None and node.tag == "tag:yaml.org,2002:str":
+                return parse_scalar(node.value)
+            return self._loader.construct_object(node, deep=True)
+        if isinstance(node, yaml.SequenceNode):
+            return [self._construct(child) for child in node.value]
+        if isinstance(node, yaml.MappingNode):
+            return {k.value: self._construct(v) for k, v in node.value if isinstance(k, yaml.ScalarNode)}
+        return None
+
+    def _resolve_interpolations(self) -> None:
+        for key in list(self.values):
+            self.values[key] = self._resolve(key, set())
+
+    def _resolve(self, key: str, seen: set[str]) -> Value:
+        value = self.values[key]
+        if not isinstance(value.value, str) or "${" not in value.value:
+            return value
+        m = _INTERP.fullmatch(value.value.strip())
+        if not m or key in seen:
+            return value
+        ref = m.group(1).strip()
+        if ref.startswith("."):  # relative: a sibling of this key
+            ref = key.rsplit(".", 1)[0] + ref if "." in key else ref[1:]
+        if ref not in self.values:
+            return value
+        resolved = self._resolve(ref, seen | {key})
+        self.values[ref] = resolved
+        return resolved
+

@@ -1,0 +1,256 @@
+"""Framework and algorithm detection beyond the fixtures: each trainer, estimator and entry point."""
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from mcp_server.analyze import analyze
+
+
+def plan_of(tmp_path: Path, name: str, text: str, *companions: tuple[str, str]):
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(text).lstrip("\n"))
+    for cname, ctext in companions:
+        (tmp_path / cname).write_text(textwrap.dedent(ctext).lstrip("\n"))
+    return analyze(path, [tmp_path / c for c, _ in companions])
+
+
+def codes(plan) -> set[str]:
+    return {w.code for w in plan.warnings}
+
+
+@pytest.mark.parametrize(
+    "imports, trainer, config, algorithm, variant, kind, must_warn",
+    [
+        (
+            "from trl.experimental.ppo import PPOConfig, PPOTrainer",
+            "PPOTrainer",
+            "PPOConfig",
+            "ppo",
+            None,
+            "grpo",
+            {"CRITIC_GAE", "ALGORITHM_MAPPED"},
+        ),
+        (
+            "from trl.experimental.orpo import ORPOConfig, ORPOTrainer",
+            "ORPOTrainer",
+            "ORPOConfig",
+            "orpo",
+            None,
+            "dpo",
+            {"CUSTOM_LOSS", "ALGORITHM_MAPPED"},
+        ),
+        ("from trl import KTOConfig, KTOTrainer", "KTOTrainer", "KTOConfig", "kto", None, "dpo", {"CUSTOM_LOSS"}),
+        (
+            "from trl import RLOOConfig, RLOOTrainer",
+            "RLOOTrainer",
+            "RLOOConfig",
+            "reinforce",
+            "rloo",
+            "grpo",
+            {"ALGORITHM_MAPPED"},
+        ),
+        (
+            "from trl.experimental.gkd import GKDConfig, GKDTrainer",
+            "GKDTrainer",
+            "GKDConfig",
+            "distillation",
+            None,
+            "distill",
+            set(),
+        ),
+        (
+            "from trl.experimental.cpo import CPOConfig, CPOTrainer",
+            "CPOTrainer",
+            "CPOConfig",
+            "dpo",
+            "cpo",
+            "dpo",
+            {"CUSTOM_LOSS"},
+        ),
+        (
+            "from trl import RewardConfig, RewardTrainer",
+            "RewardTrainer",
+            "RewardConfig",
+            "reward_model",
+            None,
+            "dpo",
+            {"REWARD_MODEL_TRAINING"},
+        ),
+    ],
+)
+def test_trl_trainers(tmp_path, imports, trainer, config, algorithm, variant, kind, must_warn):
+    plan = plan_of(
+        tmp_path,
+        "train.py",
+        f"""
+        {imports}
+        args = {config}(output_dir="o", learning_rate=1e-6, per_device_train_batch_size=2)
+        {trainer}(model="Qwen/Qwen3-0.6B", args=args, train_dataset=None)
+        """,
+    )
+    assert (plan.framework, plan.algorithm, plan.variant, plan.mint.kind) == ("trl", algorithm, variant, kind)
+    assert must_warn <= codes(plan)
+    assert plan.settings.learning_rate.source == "train.py:2"
+
+
+def test_trl_ppo_keeps_the_clipped_loss(tmp_path):
+    plan = plan_of(
+        tmp_path,
+        "ppo.py",
+        """
+        from trl.experimental.ppo import PPOConfig, PPOTrainer
+        cfg = PPOConfig(learning_rate=3e-6, cliprange=0.2, kl_coef=0.05, num_ppo_epochs=4)
+        PPOTrainer(args=cfg, model=None, ref_model=None, reward_model=None, value_model=None, train_dataset=None)
+        """,
+    )
+    assert plan.mint.loss_fn == "ppo"
+    assert plan.mint.loss_fn_config == {"clip_low_threshold": 0.8, "clip_high_threshold": 1.2}
+    assert plan.settings.kl_coef.value == 0.05 and "KL_REFERENCE" in codes(plan)
+
+
+def test_transformers_trainer_is_a_pytorch_sft(tmp_path):
+    plan = plan_of(
+        tmp_path,
+        "hf.py",
+        """
+        from transformers import AutoModelForCausalLM, Trainer, TrainingArguments
+        model = AutoModelForCausalLM.from_pretrained("meta-llama/Llama-3.2-1B")
+        args = TrainingArguments(output_dir="o", learning_rate=5e-5, num_train_epochs=2)
+        Trainer(model=model, args=args).train()
+        """,
+    )
+    assert (plan.framework, plan.algorithm) == ("pytorch", "sft")
+    assert plan.settings.base_model.value == "meta-llama/Llama-3.2-1B"
+    assert plan.settings.num_epochs.value == 2
+    assert plan.mint.learning_rate == pytest.approx(5e-4)  # full fine-tune rate x10 for LoRA
+
+
+@pytest.mark.parametrize(
+    "estimator, algorithm, variant, critic",
+    [
+        ("grpo", "grpo", None, False),
+        ("gae", "ppo", None, True),
+        ("rloo", "reinforce", "rloo", False),
+        ("reinforce_plus_plus", "reinforce", "reinforce_plus_plus", False),
+        ("remax", "reinforce", "remax", False),
+        ("grpo_passk", "grpo", "grpo_passk", False),
+        ("opo", "grpo", "opo", False),
+        ("made_up_estimator", "other", "made_up_estimator", False),
+    ],
+)
+def test_verl_estimators(tmp_path, estimator, algorithm, variant, critic):
+    plan = plan_of(
+        tmp_path,
+        "run.sh",
+        f"""
+        python3 -m verl.trainer.main_ppo algorithm.adv_estimator={estimator} actor_rollout_ref.rollout.n=4 \\
+            actor_rollout_ref.model.path=Qwen/Qwen3-8B
+        """,
+    )
+    assert (plan.framework, plan.algorithm, plan.variant) == ("verl", algorithm, variant)
+    assert ("CRITIC_GAE" in codes(plan)) == critic
+    assert plan.mint.kind == "grpo"  # an unknown estimator is still RL: the GRPO scaffold
+
+
+def test_verl_without_an_estimator_is_gae_by_default(tmp_path):
+    plan = plan_of(tmp_path, "run.sh", "python3 -m verl.trainer.main_ppo data.train_batch_size=64\n")
+    assert plan.algorithm == "ppo" and "CRITIC_GAE" in codes(plan)
+    assert plan.framework_defaults["num_generations"].source == "verl default: actor_rollout_ref.rollout.n"
+
+
+def test_verl_gspo_loss_mode_and_sft_yaml(tmp_path):
+    plan = plan_of(
+        tmp_path,
+        "run.sh",
+        """
+        python3 -m verl.trainer.main_ppo algorithm.adv_estimator=grpo \\
+            actor_rollout_ref.actor.policy_loss.loss_mode=gspo actor_rollout_ref.rollout.n=8
+        """,
+    )
+    assert plan.variant == "gspo" and "GSPO_UNSUPPORTED" in codes(plan)
+    assert plan.mint.loss_fn == "importance_sampling"
+    sft = plan_of(
+        tmp_path,
+        "sft.yaml",
+        """
+        data:
+          train_files: data/train.parquet
+          max_length: 2048
+        model:
+          partial_pretrain: Qwen/Qwen2.5-0.5B-Instruct
+        optim:
+          lr: 1e-5
+        """,
+    )
+    assert (sft.framework, sft.algorithm) == ("verl", "sft")
+    assert sft.settings.learning_rate.value == 1e-5 and sft.mint.learning_rate == pytest.approx(1e-4)
+
+
+@pytest.mark.parametrize(
+    "entry, flags, algorithm, warn",
+    [
+        ("train_sft", "--pretrain m/a --learning_rate 5e-6 --lora_rank 16 --lora_alpha 32", "sft", "LORA_OPTIONS"),
+        ("train_kto", "--pretrain m/a --beta 0.1", "kto", "CUSTOM_LOSS"),
+        ("train_rm", "--pretrain m/a --max_len 2048", "reward_model", "REWARD_MODEL_TRAINING"),
+        ("train_kd", "--pretrain m/a --teacher_model m/big", "distillation", "DISTILL_TEACHER"),
+        ("train_ppo_ray", "--pretrain m/a --critic_pretrain m/a", "ppo", "CRITIC_GAE"),
+        ("train_ppo_ray", "--actor.model_name_or_path m/a --algo.advantage.estimator dr_grpo", "grpo", "KL_REFERENCE"),
+    ],
+)
+def test_openrlhf_entry_points(tmp_path, entry, flags, algorithm, warn):
+    plan = plan_of(tmp_path, "run.sh", f"deepspeed --module openrlhf.cli.{entry} {flags}\n")
+    assert (plan.framework, plan.algorithm) == ("openrlhf", algorithm)
+    assert warn in codes(plan)
+    assert plan.settings.base_model.value == "m/a"
+
+
+def test_openrlhf_legacy_lora_flags(tmp_path):
+    plan = plan_of(tmp_path, "run.sh", "deepspeed --module openrlhf.cli.train_sft --pretrain m/a --lora_rank 16\n")
+    assert plan.settings.lora.value.rank == 16 and plan.mint.lora_rank == 16
+    # No rate in the inputs: OpenRLHF's SFT default, kept as is because the source already trains LoRA.
+    assert plan.settings.learning_rate is None
+    assert plan.framework_defaults["learning_rate"].value == 5e-6
+    assert plan.mint.learning_rate == 5e-6 and "already trains LoRA" in plan.mint.learning_rate_reason
+
+
+def test_tinker_reverse_kl_is_distillation_and_cookbook_modules_vote(tmp_path):
+    plan = plan_of(
+        tmp_path,
+        "distill.py",
+        """
+        import mint
+        import mint.mint as mintx
+        sc = mint.ServiceClient()
+        tc = sc.create_lora_training_client(base_model="Qwen/Qwen3-4B-Instruct-2507", rank=8)
+        mintx.forward_backward_reverse_kl(tc, reference_model_path="tinker://t/sampler_weights/x", data=[])
+        """,
+    )
+    assert (plan.framework, plan.algorithm, plan.mint.kind) == ("tinker", "distillation", "distill")
+    assert plan.settings.lora.value.rank == 8
+
+
+def test_torchforge_python_entry_with_yaml(tmp_path):
+    plan = plan_of(
+        tmp_path,
+        "run.sh",
+        "python -m apps.grpo.main --config grpo.yaml\n",
+        ("grpo.yaml", "group_size: 4\nmodel: Qwen/Qwen3-1.7B\ntrainer:\n  optimizer:\n    lr: 1e-5\n"),
+    )
+    assert (plan.framework, plan.algorithm) == ("torchforge", "grpo")
+    assert plan.settings.num_generations.value == 4 and plan.settings.num_generations.source == "grpo.yaml:1"
+
+
+def test_launch_of_a_script_that_was_not_given_reads_its_trl_flags_and_says_so(tmp_path):
+    plan = plan_of(
+        tmp_path,
+        "run.sh",
+        """
+        accelerate launch --num_processes 8 sft.py \\
+            --model_name_or_path Qwen/Qwen3-8B --learning_rate 1e-5 --per_device_train_batch_size 2
+        """,
+    )
+    assert plan.framework == "trl" and "SCRIPT_NOT_GIVEN" in codes(plan)
+    assert plan.settings.learning_rate.source == "run.sh:2"
+    assert plan.mint.batch_size == 16  # 2 per device x 1 accumulation (TRL default) x 8 processes

@@ -1,0 +1,189 @@
+"""Python sources through libcst: constants, argparse, dataclasses, HfArgumentParser, YAML reads, lines."""
+
+import textwrap
+
+import libcst as cst
+import pytest
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from mcp_server.analyze.evidence import Level, Loc, Value
+from mcp_server.analyze.lines import node_lines
+from mcp_server.analyze.pysource import PySource
+from mcp_server.analyze.yamlconf import YamlConfig
+from mcp_server.errors import MintMigrateError
+
+
+def src(text: str) -> PySource:
+    return PySource(textwrap.dedent(text).lstrip("\n"), "train.py")
+
+
+def kwarg(source: PySource, call_name: str, key: str) -> Value | None:
+    [call] = source.calls_named(call_name)
+    return call.kwarg(key)
+
+
+def test_module_constants_and_arithmetic_trace_to_their_definition():
+    s = src(
+        """
+        BASE_LR = 1e-6
+        FACTOR = 2 ** 3
+        LR = BASE_LR * FACTOR
+        cfg = Config(learning_rate=LR, warmup=-FACTOR, name="a" "b", sizes=[1, FACTOR])
+        """
+    )
+    assert kwarg(s, "Config", "learning_rate") == Value(8e-6, Loc("train.py", 3), Level.CODE)
+    assert kwarg(s, "Config", "warmup").value == -8
+    assert kwarg(s, "Config", "name").value == "ab"
+    assert kwarg(s, "Config", "sizes").value == [1, 8]
+
+
+def test_function_locals_win_over_module_constants_and_params_give_defaults():
+    s = src(
+        """
+        LR = 1.0
+        def main(batch_size: int = 16):
+            LR = 2.0
+            run(lr=LR, bs=batch_size)
+        """
+    )
+    assert kwarg(s, "run", "lr").value == 2.0
+    bs = kwarg(s, "run", "bs")
+    assert bs.value == 16 and bs.level == Level.DEFAULT and bs.loc.line == 2
+
+
+def test_argparse_defaults_types_and_command_line_overrides():
+    s = src(
+        """
+        import argparse
+        def get_args():
+            p = argparse.ArgumentParser()
+            p.add_argument("--learning-rate", "--lr", dest="lr", type=float, default="3e-5")
+            p.add_argument("--epochs", type=int, default=3)
+            p.add_argument("--use-peft", action="store_true")
+            return p.parse_args()
+        args = get_args()
+        train(lr=args.lr, epochs=args.epochs, peft=args.use_peft)
+        """
+    )
+    assert kwarg(s, "train", "lr") == Value(3e-5, Loc("train.py", 4), Level.DEFAULT)
+    assert kwarg(s, "train", "peft").value is False
+    s.use_command_line({"learning_rate": Value("1e-4", Loc("run.sh", 7), Level.COMMAND)})
+    assert kwarg(s, "train", "lr") == Value(1e-4, Loc("run.sh", 7), Level.COMMAND)  # type=float applied
+    assert kwarg(s, "train", "epochs").value == 3
+
+
+def test_dataclass_fields_hfargumentparser_command_line_and_yaml():
+    s = src(
+        """
+        from dataclasses import dataclass, field
+        from transformers import HfArgumentParser
+        @dataclass
+        class Args:
+            model: str = "Qwen/Qwen3-0.6B"
+            rank: int = field(default=8, metadata={"help": "LoRA rank"})
+            modules: list = field(default_factory=lambda: ["q_proj"])
+        @dataclass
+        class More(Args):
+            steps: int = 10
+        parser = HfArgumentParser((More, TrainingArguments))
+        more, targs = parser.parse_args_into_dataclasses()
+        go(model=more.model, rank=more.rank, modules=more.modules, steps=more.steps, lr=targs.learning_rate)
+        """
+    )
+    assert kwarg(s, "go", "model") == Value("Qwen/Qwen3-0.6B", Loc("train.py", 5), Level.DEFAULT)
+    assert kwarg(s, "go", "rank").value == 8
+    assert kwarg(s, "go", "modules").value == ["q_proj"]
+    assert kwarg(s, "go", "lr") is None  # a framework class's field: only the command line or a config says it
+    s.use_configs([YamlConfig("learning_rate: 2e-5\nsteps: 50\n", "recipe.yaml")])
+    assert kwarg(s, "go", "lr") == Value(2e-5, Loc("recipe.yaml", 1), Level.CONFIG)
+    assert kwarg(s, "go", "steps").value == 50
+    s.use_command_line({"steps": Value(7, Loc("run.sh", 2), Level.COMMAND)})
+    assert kwarg(s, "go", "steps").value == 7
+    assert s.parsed_dataclasses() == [("More", Loc("train.py", 11)), ("TrainingArguments", Loc("train.py", 11))]
+
+
+def test_instances_environment_defaults_and_yaml_subscripts():
+    s = src(
+        """
+        import os, yaml
+        class Cfg:
+            lr: float = 1e-4
+            rank: int = 4
+        cfg = Cfg(rank=16)
+        conf = yaml.safe_load(open("conf/train.yaml"))
+        run(lr=cfg.lr, rank=cfg.rank, model=os.environ.get("MODEL", "Qwen/Qwen3-8B"),
+            steps=conf["trainer"]["steps"], bs=int(conf["data"]["batch"]))
+        """
+    )
+    s.use_configs([YamlConfig("trainer:\n  steps: 300\ndata:\n  batch: '8'\n", "train.yaml")])
+    assert kwarg(s, "run", "lr").value == 1e-4
+    assert kwarg(s, "run", "rank").value == 16
+    model = kwarg(s, "run", "model")
+    assert model.value == "Qwen/Qwen3-8B" and model.level == Level.DEFAULT
+    assert kwarg(s, "run", "steps") == Value(300, Loc("train.yaml", 2), Level.CONFIG)
+    assert kwarg(s, "run", "bs").value == 8
+
+
+def test_unresolvable_expressions_are_none_not_guesses():
+    s = src(
+        """
+        import random
+        def main(lr):
+            run(a=lr, b=random.random(), c=f"{lr}", d=undefined_name, e=1 / 0)
+        """
+    )
+    for key in "abcde":
+        assert kwarg(s, "run", key) is None, key
+
+
+def test_imports_calls_awaits_and_assigned_calls():
+    s = src(
+        """
+        import torch.nn.functional as F
+        from trl import SFTTrainer as T
+        async def main(sc):
+            tc = await sc.create_lora_training_client(base_model="m")
+            model = AutoModelForCausalLM.from_pretrained("m").eval()
+            T(model=model)
+            F.cross_entropy(x, y)
+        """
+    )
+    names = {c.qualname: c for c in s.calls}
+    assert "trl.SFTTrainer" in names and "torch.nn.functional.cross_entropy" in names
+    assert names["sc.create_lora_training_client"].awaited
+    assert names["AutoModelForCausalLM.from_pretrained"].assigned_to == "model"
+    assert s.imports_module("trl") == Loc("train.py", 2)
+
+
+def test_docstring_usage_commands_carry_example_level():
+    s = src(
+        '''
+        """Train it.
+
+            python train.py --lr 5e-5 \\
+                --epochs 2
+        """
+        '''
+    )
+    [cmd] = s.docstring_commands()
+    assert {a.name: (a.value.value, a.value.loc.line, a.value.level) for a in cmd.args} == {
+        "lr": (5e-5, 3, Level.EXAMPLE),
+        "epochs": (2, 4, Level.EXAMPLE),
+    }
+
+
+def test_syntax_errors_name_file_line_and_column():
+    with pytest.raises(MintMigrateError, match=r"train\.py:3:\d+: cannot parse Python"):
+        src("x = 1\ny = 2\ndef broken(:\n    pass\n")
+
+
+def test_start_lines_match_libcst_position_provider():
+    """lines.py computes start lines in one cheap pass; they must equal PositionProvider's."""
+    import mcp_server.analyze.pysource as module
+
+    code = open(module.__file__, encoding="utf-8").read()
+    tree = cst.parse_module(code)
+    mine = node_lines(tree)
+    positions = MetadataWrapper(tree, unsafe_skip_copy=True).resolve(PositionProvider)
+    assert len(mine) > 1000
+    assert all(positions[node].start.line == line for node, line in mine.items())
