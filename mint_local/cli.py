@@ -1,8 +1,143 @@
-"""`mint-local` command line."""
+"""`mint-local` command line: `mint-local serve [...]` (also `python -m mint_local serve`)."""
 
+from __future__ import annotations
+
+import argparse
+import asyncio
+import ipaddress
+import os
+import socket
 import sys
+from pathlib import Path
+
+LOOPBACK_NAMES = {"localhost", "ip6-localhost"}
+
+
+def is_loopback(host: str) -> bool:
+    if host in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="mint-local",
+        description="An offline MinT-compatible backend: real `import mint` scripts run against it without credentials, GPU or model hub.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    serve = sub.add_parser("serve", help="serve the MinT/Tinker HTTP API")
+    serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8000, help="port; 0 picks a free one (default 8000)")
+    serve.add_argument(
+        "--model",
+        default="tiny",
+        help="tiny (default, ~0.3M params), tiny-30m, or a local Hugging Face model folder",
+    )
+    serve.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"], help="auto uses CUDA (bf16) when present")
+    serve.add_argument(
+        "--state-dir",
+        default=os.environ.get("MINT_LOCAL_STATE_DIR", ".mint-local"),
+        help="where checkpoints and training runs live (default ./.mint-local)",
+    )
+    serve.add_argument(
+        "--serve-any-model",
+        action="store_true",
+        help="answer every base_model name with the loaded model (for smoke runs of scripts written for hosted models)",
+    )
+    serve.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="torch CPU threads (default: 1 for models under 10M parameters, else torch's default)",
+    )
+    serve.add_argument("--allow-remote", action="store_true", help="allow binding a non-loopback address")
+    return parser
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    # proto=IPPROTO_TCP matters: asyncio only sets TCP_NODELAY on accepted sockets whose proto
+    # says TCP, and without it every small response waits ~40 ms for a delayed ACK.
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    sock.bind((host, port))
+    sock.listen(128)
+    sock.setblocking(False)
+    return sock
+
+
+def serve(args: argparse.Namespace) -> int:
+    if not is_loopback(args.host) and not args.allow_remote:
+        print(
+            f"mint-local: refusing to bind {args.host}: the API has no real authentication, so it listens on "
+            "loopback only. Pass --allow-remote to expose it on other interfaces.",
+            file=sys.stderr,
+        )
+        return 2
+    from .tiny_model import VARIANTS
+
+    if args.model not in VARIANTS and not (Path(args.model).expanduser() / "config.json").is_file():
+        print(
+            f"mint-local: --model {args.model!r} is neither a tiny variant ({', '.join(VARIANTS)}) nor a local "
+            "Hugging Face model folder with a config.json (mint-local never downloads models)",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        sock = _bind(args.host, args.port)
+    except OSError as e:
+        print(f"mint-local: cannot listen on {args.host}:{args.port}: {e} (use --port 0 for a free port)", file=sys.stderr)
+        return 2
+    port = sock.getsockname()[1]
+
+    import torch
+    import uvicorn
+
+    from .app import create_app
+    from .engine import Engine, log
+    from .errors import UserError
+
+    try:
+        engine = Engine(model=args.model, device=args.device, state_dir=Path(args.state_dir), serve_any_model=args.serve_any_model, threads=args.threads)
+    except UserError as e:
+        print(f"mint-local: {e.message}", file=sys.stderr)
+        return 2
+    log(
+        f"serving {engine.name} ({engine.arch}, {engine.num_parameters:,} parameters) on {engine.device} "
+        f"{str(engine.dtype).replace('torch.', '')}, {torch.get_num_threads()} CPU threads; state in {engine.store.root}"
+    )
+    config = uvicorn.Config(
+        create_app(engine),
+        log_level="warning",
+        access_log=False,
+        lifespan="on",
+        timeout_keep_alive=120,
+        timeout_graceful_shutdown=2,
+    )
+    server = uvicorn.Server(config)
+    shown_host = f"[{args.host}]" if ":" in args.host else args.host
+
+    async def announce() -> None:
+        while not server.started:
+            if server.should_exit:
+                return
+            await asyncio.sleep(0.005)
+        print(f"mint-local listening on http://{shown_host}:{port}", flush=True)
+
+    async def run() -> None:
+        task = asyncio.create_task(announce())
+        await server.serve(sockets=[sock])
+        task.cancel()
+
+    asyncio.run(run())
+    return 0
 
 
 def main(argv: list[str] | None = None) -> None:
-    print("mint-local: the backend lands with its own issue", file=sys.stderr)
-    sys.exit(2)
+    args = build_parser().parse_args(argv)
+    if args.command == "serve":
+        sys.exit(serve(args))

@@ -1,0 +1,433 @@
+"""Every API operation: validate the request, then answer it or queue it for the engine.
+
+Validation happens here, before anything is queued, so bad input is a 4xx the SDK raises
+immediately (BadRequestError / NotFoundError with the message below). The HTTP layer
+(app.py) only parses JSON and maps exceptions to responses.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import hashlib
+import hmac
+import json
+import math
+import os
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import torch
+from pydantic import BaseModel
+
+from . import checkpoints as ck
+from . import protocol as p
+from .engine import BASE_WEIGHTS, AdapterSource, Engine
+from .errors import NotFound, UserError
+from .futures import FutureStore, Job, SeqGate, Worker
+from .inputs import model_input_tokens, prepare_batch, tensor_from_wire
+
+MAX_NUM_SAMPLES = 1024
+
+
+@dataclass
+class Session:
+    session_id: str
+    tags: list[str]
+    user_metadata: dict[str, Any]
+    created: float = field(default_factory=time.time)
+    training_run_ids: list[str] = field(default_factory=list)
+    sampler_ids: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Sampler:
+    sampler_id: str
+    session_id: str
+    source: AdapterSource
+
+
+def _parse(model: type[BaseModel], raw: dict[str, Any]) -> Any:
+    return model.model_validate(raw)
+
+
+class Service:
+    def __init__(self, engine: Engine, loop: asyncio.AbstractEventLoop) -> None:
+        self.engine = engine
+        self.loop = loop
+        self.futures = FutureStore()
+        self.worker = Worker(loop, self.futures)
+        self.sessions: dict[str, Session] = {}
+        self.samplers: dict[str, Sampler] = {}
+        self.gates: dict[str, SeqGate] = {}
+        self._jwt_secret = os.urandom(32)
+
+    # --- plumbing -------------------------------------------------------------------------------
+
+    def _submit(self, job: Job, model_id: str | None = None) -> dict[str, Any]:
+        request_id = self.futures.create()
+        self.worker.submit(request_id, job)
+        return {"request_id": request_id, "model_id": model_id}
+
+    def _ordered(self, raw: dict[str, Any], build: Callable[[], Job]) -> dict[str, Any]:
+        """Queue a training-model job behind the client's earlier seq_ids."""
+        model_id = raw.get("model_id")
+        seq_id = raw.get("seq_id") if isinstance(raw.get("seq_id"), int) else None
+        gate = None
+        if isinstance(model_id, str) and model_id in self.engine.models:
+            gate = self.gates.get(model_id) or self.gates.setdefault(model_id, SeqGate(self.loop, self.worker.submit))
+            if (earlier := gate.duplicate(seq_id)) is not None:
+                return {"request_id": earlier, "model_id": model_id}
+        try:
+            job = build()
+        except UserError:
+            if gate is not None:
+                gate.arrive(seq_id, None)  # a rejected request still uses up its seq_id
+            raise
+        assert gate is not None  # build() checked that the model exists
+        request_id = self.futures.create()
+        gate.arrive(seq_id, (request_id, job))
+        return {"request_id": request_id, "model_id": model_id}
+
+    def _session(self, session_id: str) -> Session:
+        session = self.sessions.get(session_id)
+        if session is None:
+            raise NotFound(
+                f"unknown session {session_id!r}: this mint-local process did not create it (was the server "
+                "restarted?); create a new ServiceClient"
+            )
+        return session
+
+    # --- service --------------------------------------------------------------------------------
+
+    def client_config(self, raw: dict[str, Any]) -> dict[str, Any]:
+        # JWT auth advertised so the PyPI mindlab-toolkit 0.2.0 accepts sk- keys: tinker then
+        # exchanges the key at /auth/token and never builds its tml-only ApiKeyAuthProvider.
+        return {
+            "pjwt_auth_enabled": True,
+            "credential_default_source": "api_key",
+            "parallel_fwdbwd_chunks": True,
+            "proto_write_fwdbwd": False,
+            "enable_grpc_retrieve_future": False,
+            "sample_no_retries": False,
+        }
+
+    def auth_token(self) -> dict[str, Any]:
+        def b64(data: bytes) -> str:
+            return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+        now = int(time.time())
+        header = b64(json.dumps({"alg": "HS256", "typ": "JWT"}).encode())
+        payload = b64(json.dumps({"iss": "mint-local", "sub": "local-user", "iat": now, "exp": now + 24 * 3600}).encode())
+        signature = b64(hmac.new(self._jwt_secret, f"{header}.{payload}".encode(), hashlib.sha256).digest())
+        return {"jwt": f"{header}.{payload}.{signature}"}
+
+    def create_session(self, raw: dict[str, Any]) -> dict[str, Any]:
+        req = _parse(p.CreateSessionRequest, raw)
+        session_id = "session-" + uuid.uuid4().hex[:12]
+        self.sessions[session_id] = Session(session_id, list(req.tags), dict(req.user_metadata or {}))
+        return {
+            "type": "create_session",
+            "session_id": session_id,
+            "info_message": None,
+            "warning_message": None,
+            "error_message": None,
+        }
+
+    def session_heartbeat(self, raw: dict[str, Any]) -> dict[str, Any]:
+        self._session(_parse(p.SessionHeartbeatRequest, raw).session_id)
+        return {"type": "session_heartbeat"}
+
+    def capabilities(self) -> dict[str, Any]:
+        return self.engine.capabilities()
+
+    async def retrieve_future(self, raw: dict[str, Any]) -> dict[str, Any]:
+        return await self.futures.wait(_parse(p.FutureRetrieveRequest, raw).request_id)
+
+    # --- training models ------------------------------------------------------------------------
+
+    def create_model(self, raw: dict[str, Any]) -> dict[str, Any]:
+        req = _parse(p.CreateModelRequest, raw)
+        session = self._session(req.session_id)
+        base_model = self.engine.resolve_base_model(req.base_model, "create_lora_training_client")
+        lora = req.lora_config
+        if lora is None:
+            raise UserError("create_model: mint-local trains LoRA adapters only; pass a lora_config (use create_lora_training_client)")
+        if not 1 <= lora.rank <= 1024:
+            raise UserError(f"create_lora_training_client: rank must be between 1 and 1024, got {lora.rank}")
+        if not (lora.train_mlp or lora.train_attn or lora.train_unembed):
+            raise UserError("create_lora_training_client: at least one of train_mlp, train_attn, train_unembed must be True")
+        model_id = ck.new_run_id()
+        session.training_run_ids.append(model_id)
+        return self._submit(
+            lambda: self.engine.create_model(model_id, base_model, lora, req.session_id, req.user_metadata), model_id
+        )
+
+    def get_info(self, raw: dict[str, Any]) -> dict[str, Any]:
+        return self.engine.info(_parse(p.ModelIdRequest, raw).model_id)
+
+    def unload_model(self, raw: dict[str, Any]) -> dict[str, Any]:
+        model_id = _parse(p.ModelIdRequest, raw).model_id
+        self.engine.get_model(model_id)
+        return self._ordered(raw, lambda: lambda: self.engine.unload_model(model_id))
+
+    def forward(self, raw: dict[str, Any], backward: bool) -> dict[str, Any]:
+        def build() -> Job:
+            if backward:
+                req = _parse(p.ForwardBackwardRequest, raw)
+                fbi, what = req.forward_backward_input, "forward_backward"
+            else:
+                req = _parse(p.ForwardRequest, raw)
+                fbi, what = req.forward_input, "forward"
+            self.engine.get_model(req.model_id)
+            batch = prepare_batch(fbi, vocab_size=self.engine.vocab_size, max_length=self.engine.max_context, what=what)
+            return lambda: self.engine.forward(req.model_id, batch, backward)
+
+        return self._ordered(raw, build)
+
+    def optim_step(self, raw: dict[str, Any]) -> dict[str, Any]:
+        def build() -> Job:
+            req = _parse(p.OptimStepRequest, raw)
+            self.engine.get_model(req.model_id)
+            a = req.adam_params
+            checks = [
+                (a.learning_rate >= 0, "learning_rate must be >= 0"),
+                (0 <= a.beta1 < 1 and 0 <= a.beta2 < 1, "beta1 and beta2 must be in [0, 1)"),
+                (a.eps > 0, "eps must be > 0"),
+                (a.weight_decay >= 0, "weight_decay must be >= 0"),
+                (a.grad_clip_norm >= 0, "grad_clip_norm must be >= 0 (0 turns clipping off)"),
+            ]
+            for ok, message in checks:
+                if not (ok and all(math.isfinite(v) for v in a.model_dump().values())):
+                    raise UserError(f"optim_step: invalid AdamParams: {message if not ok else 'values must be finite'}")
+            return lambda: self.engine.optim_step(req.model_id, a)
+
+        return self._ordered(raw, build)
+
+    # --- checkpoints ----------------------------------------------------------------------------
+
+    def save_weights(self, raw: dict[str, Any]) -> dict[str, Any]:
+        def build() -> Job:
+            req = _parse(p.SaveWeightsRequest, raw)
+            self.engine.get_model(req.model_id)
+            name = ck.check_name(req.path or time.strftime("state-%Y%m%d-%H%M%S"), "save_state name")
+            ref = ck.CheckpointRef(req.model_id, "training", name)
+            if not req.overwrite and self.engine.store.exists(ref):
+                raise UserError(f"save_state: {ref.tinker_path} already exists; pass overwrite=True or use another name")
+            return lambda: self.engine.save_state(req.model_id, ref, req.overwrite)
+
+        return self._ordered(raw, build)
+
+    def save_weights_for_sampler(self, raw: dict[str, Any]) -> dict[str, Any]:
+        def build() -> Job:
+            req = _parse(p.SaveWeightsForSamplerRequest, raw)
+            tm = self.engine.get_model(req.model_id)
+            if req.path:
+                ref = ck.CheckpointRef(req.model_id, "sampler", ck.check_name(req.path, "save_weights_for_sampler name"))
+
+                def save_named() -> dict[str, Any]:
+                    self.engine.save_for_sampler(req.model_id, ref, None)
+                    return {"type": "save_weights_for_sampler", "path": ref.tinker_path, "sampling_session_id": None}
+
+                return save_named
+            if req.sampling_session_seq_id is None:
+                raise UserError("save_weights_for_sampler: pass a name (path) for a durable checkpoint")
+            session = tm.session_id
+            sampler_id = f"sampler-{uuid.uuid4().hex[:12]}"
+
+            def save_ephemeral() -> dict[str, Any]:
+                folder = self.engine.save_for_sampler(req.model_id, None, self.engine.store.ephemeral_dir / sampler_id)
+                meta = json.loads((folder / ck.META_FILE).read_text(encoding="utf-8"))
+                source = AdapterSource(folder, meta["uid"], None)
+                self.samplers[sampler_id] = Sampler(sampler_id, session, source)
+                self.sessions[session].sampler_ids.append(sampler_id)
+                return {"type": "save_weights_for_sampler", "path": None, "sampling_session_id": sampler_id}
+
+            return save_ephemeral
+
+        return self._ordered(raw, build)
+
+    def load_weights(self, raw: dict[str, Any]) -> dict[str, Any]:
+        def build() -> Job:
+            req = _parse(p.LoadWeightsRequest, raw)
+            tm = self.engine.get_model(req.model_id)
+            source = self.engine.check_loadable(tm, req.path)
+            return lambda: self.engine.load_state(req.model_id, source, req.optimizer)
+
+        return self._ordered(raw, build)
+
+    # --- sampling -------------------------------------------------------------------------------
+
+    def create_sampling_session(self, raw: dict[str, Any]) -> dict[str, Any]:
+        req = _parse(p.CreateSamplingSessionRequest, raw)
+        self._session(req.session_id)
+        sampler_id = f"sampler-{uuid.uuid4().hex[:12]}"
+        self.samplers[sampler_id] = self._sampler_for(sampler_id, req.session_id, req.model_path, req.base_model)
+        self.sessions[req.session_id].sampler_ids.append(sampler_id)
+        return {"type": "create_sampling_session", "sampling_session_id": sampler_id}
+
+    def _sampler_for(self, sampler_id: str, session_id: str, model_path: str | None, base_model: str | None) -> Sampler:
+        if model_path:
+            return Sampler(sampler_id, session_id, self.engine.sampler_source(model_path))
+        if not base_model:
+            raise UserError("create_sampling_client: pass model_path (a tinker:// checkpoint) or base_model")
+        self.engine.resolve_base_model(base_model, "create_sampling_client")
+        return Sampler(sampler_id, session_id, BASE_WEIGHTS)
+
+    def sample(self, raw: dict[str, Any]) -> dict[str, Any]:
+        req = _parse(p.SampleRequest, raw)
+        if req.sampling_session_id:
+            sampler = self.samplers.get(req.sampling_session_id)
+            if sampler is None:
+                raise NotFound(f"unknown sampling session {req.sampling_session_id!r}; create a new sampling client")
+        else:
+            sampler = self._sampler_for("direct", "", req.model_path, req.base_model)
+        engine = self.engine
+        prompt = model_input_tokens(req.prompt, "sample: prompt", engine.vocab_size)
+        params = req.sampling_params
+        if not prompt:
+            raise UserError("sample: prompt is empty")
+        if len(prompt) >= engine.max_context:
+            raise UserError(f"sample: prompt has {len(prompt)} tokens; this model's context is {engine.max_context}")
+        if not 1 <= req.num_samples <= MAX_NUM_SAMPLES:
+            raise UserError(f"sample: num_samples must be between 1 and {MAX_NUM_SAMPLES}, got {req.num_samples}")
+        if params.max_tokens is not None and params.max_tokens < 0:
+            raise UserError("sample: max_tokens must be >= 0")
+        if not (math.isfinite(params.temperature) and params.temperature >= 0):
+            raise UserError("sample: temperature must be >= 0 (0 = greedy)")
+        if not 0 < params.top_p <= 1:
+            raise UserError("sample: top_p must be in (0, 1]")
+        if params.top_k == 0 or params.top_k < -1:
+            raise UserError("sample: top_k must be -1 (no limit) or a positive integer")
+        if req.topk_prompt_logprobs < 0:
+            raise UserError("sample: topk_prompt_logprobs must be >= 0")
+        return self._submit(
+            lambda: engine.sample(
+                sampler.source, prompt, req.num_samples, params, bool(req.prompt_logprobs), req.topk_prompt_logprobs
+            )
+        )
+
+    def get_sampler(self, sampler_id: str) -> dict[str, Any]:
+        sampler = self.samplers.get(sampler_id)
+        if sampler is None:
+            raise NotFound(f"unknown sampler {sampler_id!r}")
+        # base_model is the local tokenizer folder: SamplingClient.get_tokenizer() loads
+        # AutoTokenizer.from_pretrained(base_model), which must work offline.
+        return {"sampler_id": sampler_id, "base_model": self.engine.tokenizer_id, "model_path": sampler.source.model_path}
+
+    # --- REST: runs, checkpoints, sessions ------------------------------------------------------
+
+    def list_training_runs(self, limit: int, offset: int) -> dict[str, Any]:
+        ids = self.engine.store.list_run_ids()
+        runs = [self.engine.store.training_run(r) for r in ids[offset : offset + limit]]
+        return {"training_runs": runs, "cursor": {"offset": offset, "limit": limit, "total_count": len(ids)}}
+
+    def training_run(self, run_id: str) -> dict[str, Any]:
+        return self.engine.store.training_run(run_id)
+
+    def list_checkpoints(self, run_id: str) -> dict[str, Any]:
+        entries = self.engine.store.list_checkpoints(run_id)
+        return {"checkpoints": entries, "cursor": {"offset": 0, "limit": len(entries), "total_count": len(entries)}}
+
+    def list_user_checkpoints(self, limit: int, offset: int) -> dict[str, Any]:
+        store = self.engine.store
+        entries = [c for r in store.list_run_ids() for c in store.list_checkpoints(r)]
+        entries.sort(key=lambda c: c["time"], reverse=True)
+        return {"checkpoints": entries[offset : offset + limit], "cursor": {"offset": offset, "limit": limit, "total_count": len(entries)}}
+
+    def checkpoint_ref(self, run_id: str, checkpoint_id: str) -> ck.CheckpointRef:
+        return ck.parse_path(f"tinker://{run_id}/{checkpoint_id}")
+
+    def delete_checkpoint(self, run_id: str, checkpoint_id: str) -> None:
+        self.engine.store.delete(self.checkpoint_ref(run_id, checkpoint_id))
+
+    def weights_info(self, raw: dict[str, Any]) -> dict[str, Any]:
+        ref, meta = self.engine.store.resolve(_parse(p.WeightsInfoRequest, raw).tinker_path)
+        lora = meta["lora"]
+        return {
+            "base_model": meta["base_model"],
+            "is_lora": True,
+            "lora_rank": lora["rank"],
+            "train_unembed": lora["train_unembed"],
+            "train_mlp": lora["train_mlp"],
+            "train_attn": lora["train_attn"],
+        }
+
+    def list_sessions(self, limit: int, offset: int) -> dict[str, Any]:
+        return {"sessions": list(self.sessions)[offset : offset + limit]}
+
+    def get_session(self, session_id: str) -> dict[str, Any]:
+        s = self._session(session_id)
+        return {"training_run_ids": list(s.training_run_ids), "sampler_ids": list(s.sampler_ids)}
+
+    # --- MinT extensions ------------------------------------------------------------------------
+
+    def forward_backward_reverse_kl(self, raw: dict[str, Any]) -> dict[str, Any]:
+        req = _parse(p.ForwardBackwardReverseKLRequest, raw)
+        engine = self.engine
+        engine.get_model(req.model_id)
+        if not req.data:
+            raise UserError("forward_backward_reverse_kl: data is empty")
+        if not (math.isfinite(req.temperature) and req.temperature > 0):
+            raise UserError("forward_backward_reverse_kl: temperature must be > 0")
+        reference = self._reference_source(req.reference_model_path)
+        data = []
+        for i, d in enumerate(req.data):
+            where = f"forward_backward_reverse_kl: datum {i}"
+            student = model_input_tokens(d.student_input, f"{where}: student_input", engine.vocab_size)
+            ref_tokens = model_input_tokens(d.reference_input, f"{where}: reference_input", engine.vocab_size)
+            targets = tensor_from_wire(d.target_tokens, f"{where}: target_tokens", integer=True).reshape(-1)
+            weights = tensor_from_wire(d.weights, f"{where}: weights", integer=False).reshape(-1)
+            n = len(student)
+            if not student or not ref_tokens:
+                raise UserError(f"{where}: student_input and reference_input must not be empty")
+            if max(n, len(ref_tokens)) > engine.max_context:
+                raise UserError(f"{where}: input longer than this model's context ({engine.max_context})")
+            if targets.numel() != n or weights.numel() != n:
+                raise UserError(
+                    f"{where}: target_tokens ({targets.numel()}) and weights ({weights.numel()}) must have one entry "
+                    f"per student_input token ({n})"
+                )
+            unpaired = n - len(ref_tokens)
+            if unpaired > 0 and weights[:unpaired].abs().sum() > 0:
+                raise UserError(
+                    f"{where}: reference_input is {unpaired} tokens shorter than student_input, so the first "
+                    f"{unpaired} positions have no reference distribution; give them weight 0"
+                )
+            data.append({"student": torch.tensor(student), "reference": torch.tensor(ref_tokens), "weights": weights})
+        return self._submit(lambda: engine.forward_backward_reverse_kl(req.model_id, reference, data, req.temperature), req.model_id)
+
+    def _reference_source(self, path: str) -> AdapterSource:
+        if path.startswith(("tinker://", "mint://")):
+            return self.engine.sampler_source(path)
+        self.engine.resolve_base_model(path, "forward_backward_reverse_kl reference_model_path")
+        return BASE_WEIGHTS
+
+    def interpolate_checkpoints(self, raw: dict[str, Any]) -> dict[str, Any]:
+        req = _parse(p.InterpolateCheckpointsRequest, raw)
+        if not req.source_paths:
+            raise UserError("interpolate_checkpoints: source_paths is empty")
+        if len(req.source_paths) != len(req.coefficients):
+            raise UserError(
+                f"interpolate_checkpoints: {len(req.source_paths)} source_paths but {len(req.coefficients)} coefficients"
+            )
+        if not all(math.isfinite(c) for c in req.coefficients):
+            raise UserError("interpolate_checkpoints: coefficients must be finite numbers")
+        store = self.engine.store
+        sources = []
+        for path in req.source_paths:
+            ref, meta = store.resolve(path)
+            self.engine.check_same_base(meta, path)
+            sources.append((ref, meta))
+        first = sources[0][0]
+        out_path = req.output_path or time.strftime("interp-%Y%m%d-%H%M%S")
+        if out_path.startswith(("tinker://", "mint://")):
+            out = ck.parse_path(out_path)
+            if out.kind != "sampler":
+                raise UserError("interpolate_checkpoints: output_path must be a sampler path (tinker://RUN/sampler_weights/NAME) or a name")
+            store.read_run(out.run_id)
+        else:
+            out = ck.CheckpointRef(first.run_id, "sampler", ck.check_name(out_path, "output_path"))
+        return self._submit(lambda: self.engine.interpolate(sources, list(req.coefficients), out))
