@@ -15,6 +15,7 @@ from pydantic import BaseModel
 
 from mcp_server import __version__
 from mcp_server.errors import MintMigrateError
+from mcp_server.render import ScaffoldOptions
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 
@@ -61,11 +62,26 @@ def _indent(text: str) -> str:
 
 # --- scaffold ----------------------------------------------------------------------------------
 
+# ScaffoldOptions fields offered as flags: each sets the default of the script's own flag.
+SCAFFOLD_TUNING: dict[str, type] = {
+    "learning_rate": float,
+    "lora_rank": int,
+    "steps": int,
+    "batch_size": int,
+    "group_size": int,
+    "groups_per_batch": int,
+    "max_tokens": int,
+    "max_length": int,
+    "temperature": float,
+    "beta": float,
+}
+
 
 def _cmd_scaffold(args: argparse.Namespace) -> int:
-    from mcp_server.render import ScaffoldOptions, scaffold
+    from mcp_server.render import scaffold
 
-    options = ScaffoldOptions(kind=args.kind, base_model=args.base_model, loss_fn=args.loss_fn)
+    tuning = {name: getattr(args, name) for name in SCAFFOLD_TUNING}
+    options = ScaffoldOptions(kind=args.kind, base_model=args.base_model, loss_fn=args.loss_fn, **tuning)
     result = scaffold(options, output_path=args.out, workspace=Path.cwd(), overwrite=args.force)
 
     def human() -> str:
@@ -177,7 +193,13 @@ def _cmd_smoke(args: argparse.Namespace) -> int:
         print(f"[{p.step}/{p.total}] {p.message}", file=sys.stderr, flush=True)
 
     verdict = run_smoke(
-        Path(args.path), target=args.target, steps=args.steps, timeout_s=args.timeout, on_progress=progress
+        Path(args.path),
+        target=args.target,
+        steps=args.steps,
+        timeout_s=args.timeout,
+        on_progress=progress,
+        model=args.model,
+        device=args.device,
     )
 
     def human() -> str:
@@ -224,6 +246,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("kind", choices=["sft", "grpo", "dpo", "distill"])
     p.add_argument("--base-model", help="default --base-model of the script")
     p.add_argument("--loss-fn", choices=["importance_sampling", "ppo", "cispo", "dro"], help="grpo loss")
+    for name, kind in SCAFFOLD_TUNING.items():
+        flag = "--" + name.replace("_", "-")
+        p.add_argument(flag, type=kind, help=ScaffoldOptions.model_fields[name].description)
     p.add_argument("--out", help="write here instead of printing")
     p.add_argument("--force", action="store_true", help="overwrite --out if it exists")
     json_flag(p)
@@ -254,6 +279,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--target", choices=["local", "remote"], default="local")
     p.add_argument("--steps", type=int, default=2)
     p.add_argument("--timeout", type=float, default=600, metavar="SECONDS")
+    p.add_argument("--model", help="local: 'tiny' (default) or a local Hugging Face model directory")
+    p.add_argument("--device", choices=["auto", "cpu", "cuda"], help="local: where mint-local runs the model")
     json_flag(p)
     p.set_defaults(run=_cmd_smoke)
 

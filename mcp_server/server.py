@@ -52,6 +52,11 @@ def _user_errors(fn: Callable[P, R]) -> Callable[P, R]:
     return wrapper
 
 
+def _option(name: str):
+    """The field of ScaffoldOptions, so a tool argument has the same description and bounds."""
+    return ScaffoldOptions.model_fields[name]
+
+
 def create_server(workspace: Path | None = None) -> MCPServer:
     """An MCP server whose tools read and write relative to `workspace` (default: the cwd)."""
     root = (workspace or Path.cwd()).resolve()
@@ -92,16 +97,43 @@ def create_server(workspace: Path | None = None) -> MCPServer:
         loss_fn: Annotated[
             LossFn | None, Field(description="grpo only: importance_sampling (default), ppo, cispo or dro.")
         ] = None,
+        loss_fn_config: Annotated[dict[str, float] | None, _option("loss_fn_config")] = None,
+        learning_rate: Annotated[float | None, _option("learning_rate")] = None,
+        lora_rank: Annotated[int | None, _option("lora_rank")] = None,
+        steps: Annotated[int | None, _option("steps")] = None,
+        batch_size: Annotated[int | None, _option("batch_size")] = None,
+        group_size: Annotated[int | None, _option("group_size")] = None,
+        groups_per_batch: Annotated[int | None, _option("groups_per_batch")] = None,
+        max_tokens: Annotated[int | None, _option("max_tokens")] = None,
+        max_length: Annotated[int | None, _option("max_length")] = None,
+        temperature: Annotated[float | None, _option("temperature")] = None,
+        beta: Annotated[float | None, _option("beta")] = None,
         output_path: Annotated[
             str | None, Field(description="Write the script here (inside the workspace); omit to only return it.")
         ] = None,
         overwrite: Annotated[bool, Field(description="Replace an existing file at output_path.")] = False,
     ) -> ScaffoldResult:
         """Render a complete, runnable MinT train.py for a training kind. The source is checked
-        to parse before it is returned; it is written only when output_path is given."""
+        to parse before it is returned; it is written only when output_path is given. Every
+        tuning argument only sets the default of the script's matching command-line flag."""
         from mcp_server.render import scaffold
 
-        options = ScaffoldOptions(kind=kind, base_model=base_model, loss_fn=loss_fn)
+        options = ScaffoldOptions(
+            kind=kind,
+            base_model=base_model,
+            loss_fn=loss_fn,
+            loss_fn_config=loss_fn_config,
+            learning_rate=learning_rate,
+            lora_rank=lora_rank,
+            steps=steps,
+            batch_size=batch_size,
+            group_size=group_size,
+            groups_per_batch=groups_per_batch,
+            max_tokens=max_tokens,
+            max_length=max_length,
+            temperature=temperature,
+            beta=beta,
+        )
         return await anyio.to_thread.run_sync(
             lambda: scaffold(options, output_path=output_path, workspace=root, overwrite=overwrite)
         )
@@ -195,6 +227,14 @@ def create_server(workspace: Path | None = None) -> MCPServer:
         ] = "local",
         steps: Annotated[int, Field(ge=1, le=100, description="Training steps to run.")] = 2,
         timeout_s: Annotated[float, Field(gt=0, le=3600, description="Kill the run after this many seconds.")] = 600,
+        model: Annotated[
+            str | None,
+            Field(description="local only: 'tiny' (default) or a local Hugging Face model directory to serve."),
+        ] = None,
+        device: Annotated[
+            Literal["auto", "cpu", "cuda"] | None,
+            Field(description="local only: where mint-local runs the model; auto uses CUDA when present."),
+        ] = None,
     ) -> SmokeVerdict:
         """Run the script for a few steps (--smoke --steps N) and return a verdict: passed, steps,
         losses, step time, a sampled text for RL, the checkpoint, classified errors and the log tail.
@@ -206,7 +246,13 @@ def create_server(workspace: Path | None = None) -> MCPServer:
 
         return await anyio.to_thread.run_sync(
             lambda: run_smoke(
-                in_workspace(script_path), target=target, steps=steps, timeout_s=timeout_s, on_progress=report
+                in_workspace(script_path),
+                target=target,
+                steps=steps,
+                timeout_s=timeout_s,
+                on_progress=report,
+                model=model,
+                device=device,
             )
         )
 

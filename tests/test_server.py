@@ -101,3 +101,27 @@ async def test_resources_serve_the_shipped_docs(client):
     assert "create_lora_training_client" in reference.contents[0].text
     table = await client.read_resource("mint://concepts/torchforge")
     assert json.loads(table.contents[0].text)["framework"] == "torchforge"
+
+
+@pytest.mark.anyio
+async def test_scaffold_tool_writes_inside_the_workspace_only_and_never_over_a_file(client, tmp_path):
+    args = {"kind": "grpo", "loss_fn": "ppo", "learning_rate": 3e-5, "group_size": 4, "output_path": "rl/train.py"}
+    result = await client.call_tool("scaffold_train_py", args)
+    assert not result.is_error, result.content
+    written = tmp_path / "rl" / "train.py"
+    assert result.structured_content["path"] == str(written)
+    source = written.read_text()
+    assert source == result.structured_content["source"]
+    assert "LEARNING_RATE = 3e-05" in source and 'LOSS_FN = "ppo"' in source
+
+    again = await client.call_tool("scaffold_train_py", args)
+    assert again.is_error and "already exists" in again.content[0].text
+    outside = await client.call_tool("scaffold_train_py", {**args, "output_path": "../escape.py"})
+    assert outside.is_error and "outside the workspace root" in outside.content[0].text
+    assert not (tmp_path.parent / "escape.py").exists()
+
+
+@pytest.mark.anyio
+async def test_scaffold_tool_rejects_out_of_range_tuning(client):
+    result = await client.call_tool("scaffold_train_py", {"kind": "sft", "lora_rank": 0})
+    assert result.is_error and "lora_rank" in result.content[0].text
