@@ -19,6 +19,16 @@ from mcp_server.render import ScaffoldOptions
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 
+# The workspace fence keeps an agent's writes inside the folder it was given; a person at a shell
+# names the output path themselves, so the CLI writes wherever --out says (never over a file
+# without --force).
+_ANYWHERE = Path(Path.cwd().anchor)
+
+
+def _absolute(path: str | None) -> str | None:
+    """A shell path is relative to the cwd, not to the workspace root."""
+    return str(Path(path).resolve()) if path else None
+
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # argparse exits 2 too; keep its message, add a hint
@@ -82,7 +92,7 @@ def _cmd_scaffold(args: argparse.Namespace) -> int:
 
     tuning = {name: getattr(args, name) for name in SCAFFOLD_TUNING}
     options = ScaffoldOptions(kind=args.kind, base_model=args.base_model, loss_fn=args.loss_fn, **tuning)
-    result = scaffold(options, output_path=args.out, workspace=Path.cwd(), overwrite=args.force)
+    result = scaffold(options, output_path=_absolute(args.out), workspace=_ANYWHERE, overwrite=args.force)
 
     def human() -> str:
         if result.path:
@@ -102,8 +112,8 @@ def _cmd_migrate(args: argparse.Namespace) -> int:
     result = migrate(
         Path(args.source),
         [Path(p) for p in args.config],
-        output_dir=args.out,
-        workspace=Path.cwd(),
+        output_dir=_absolute(args.out),
+        workspace=_ANYWHERE,
         overwrite=args.force,
     )
 

@@ -71,3 +71,13 @@ def test_output_cut_short_by_a_closed_pipe_is_quiet():
     # `true` exits before the CLI has started, so every write of the CLI meets a closed pipe.
     done = subprocess.run(f"'{CLI}' map verl --json | true", shell=True, capture_output=True, text=True, timeout=120)
     assert "Traceback" not in done.stderr and "BrokenPipe" not in done.stderr
+
+
+def test_out_paths_are_relative_to_the_working_directory(tmp_path):
+    done = run("scaffold", "sft", "--out", "nested/train.py", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "nested" / "train.py").is_file()
+    again = run("scaffold", "sft", "--out", "nested/train.py", "--json", cwd=tmp_path)
+    assert again.returncode == 2 and "--force" in json.loads(again.stdout)["error"]
+    forced = run("scaffold", "sft", "--out", str(tmp_path / "nested" / "train.py"), "--force", cwd=tmp_path.parent)
+    assert forced.returncode == 0, forced.stderr

@@ -249,3 +249,14 @@ async def test_server_starts_from_the_registered_command(tmp_path):
         assert names == set(TOOLS)
         prompts = {p.name for p in (await client.list_prompts()).prompts}
         assert "mint-migrate" in prompts
+
+
+def test_marketplace_lists_this_plugin():
+    """`/plugin marketplace add <repo>` reads .claude-plugin/marketplace.json; its entry must be this plugin."""
+    market = json.loads((ROOT / ".claude-plugin" / "marketplace.json").read_text(encoding="utf-8"))
+    manifest = json.loads(PLUGIN.read_text(encoding="utf-8"))
+    assert NAME_RULE.match(market["name"]) and market["owner"]["name"]
+    [entry] = market["plugins"]
+    assert entry["name"] == manifest["name"] and entry["version"] == manifest["version"]
+    assert entry["source"].startswith("./") and (ROOT / entry["source"] / ".claude-plugin" / "plugin.json").exists()
+    assert entry["description"] and "<" not in entry["description"]
