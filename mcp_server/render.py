@@ -174,6 +174,11 @@ def template_values(options: ScaffoldOptions) -> dict[str, Any]:
     return values
 
 
+def scaffold_variants() -> list[tuple[ScaffoldKind, LossFn | None]]:
+    """Every kind with each loss it trains with (None: the kind's own loss)."""
+    return [("sft", None), *(("grpo", loss) for loss in RL_LOSSES), ("dpo", None), ("distill", None)]
+
+
 def check_parses(source: str, what: str) -> None:
     import libcst
 

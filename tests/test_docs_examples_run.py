@@ -43,6 +43,19 @@ def docs_env(docs_server, monkeypatch):
     return docs_server
 
 
+@pytest.fixture
+def ns():
+    """The globals the doc blocks run in. Every ServiceClient they open is closed afterwards, so its
+    heartbeat thread does not outlive the module's server and complain at the end of the run."""
+    namespace: dict = {}
+    yield namespace
+    import mint
+
+    for value in namespace.values():
+        if isinstance(value, mint.ServiceClient):
+            value.holder.close()
+
+
 def _reader_inputs(ns: dict) -> None:
     """What the docs leave to the reader, built once a tokenizer and a training client exist."""
     from mint import types
@@ -107,13 +120,13 @@ def _run_archive_block(label, code, ns):
         exec(compile(code, label, "exec"), ns)
 
 
-def test_cheatsheet_blocks_run_against_mint_local(docs_env, capsys):
-    ns = {
+def test_cheatsheet_blocks_run_against_mint_local(docs_env, capsys, ns):
+    ns.update({
         "__name__": "cheatsheet",
         "batches": [[{"messages": [{"role": "user", "content": "2+2?"}, {"role": "assistant", "content": "4"}]}]] * 2,
         "prompt_batches": [[{"prompt_text": "Say 4:", "answer": "4"}, {"prompt_text": "Count to 3:", "answer": "3"}]],
         "reward_fn": lambda text, answer: float(len(text) % 2),  # varies, so groups are not constant
-    }
+    })
     ran, out = _run_blocks(ROOT / "mint_api_cheatsheet.md", ns, capsys)
     assert len(ran) >= 15
     # The SFT loop logged two steps, the RL loop one; resume loaded the saved state.
@@ -128,19 +141,19 @@ def test_cheatsheet_blocks_run_against_mint_local(docs_env, capsys):
     assert ns["preflight"](ns["service_client"])  # the preflight helper lists the served models
 
 
-def test_skill_blocks_run_against_mint_local(docs_env):
+def test_skill_blocks_run_against_mint_local(docs_env, ns):
     import mint
 
     service_client = mint.ServiceClient()
     training_client = service_client.create_lora_training_client(base_model="Qwen/Qwen3-4B-Instruct-2507", rank=32)
     tokenizer = training_client.get_tokenizer()
-    ns = {
+    ns.update({
         "service_client": service_client,
         "training_client": training_client,
         "BASE_MODEL": "Qwen/Qwen3-4B-Instruct-2507",
         "prompt_ids": tokenizer.encode("Q: 2+2? A:"),
         "completion_ids": tokenizer.encode(" 4", add_special_tokens=False) + [tokenizer.eos_token_id],
-    }
+    })
     code_blocks = markdown_blocks((ROOT / "SKILL.md").read_text(encoding="utf-8"), "SKILL.md")
     assert len(code_blocks) >= 3
     for label, code in code_blocks:

@@ -17,17 +17,10 @@ from mcp_server.render import (
     render_plan,
     render_scaffold,
     scaffold,
+    scaffold_variants,
 )
 
-VARIANTS = [
-    ("sft", None),
-    ("grpo", "importance_sampling"),
-    ("grpo", "ppo"),
-    ("grpo", "cispo"),
-    ("grpo", "dro"),
-    ("dpo", None),
-    ("distill", None),
-]
+VARIANTS = scaffold_variants()
 COMMON_FLAGS = [
     "--base-model", "--data", "--steps", "--smoke", "--dry-run", "--resume", "--save-every", "--log-dir",
     "--learning-rate", "--lora-rank", "--seed",

@@ -17,18 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from mcp_server.render import ScaffoldOptions, render_scaffold
+from mcp_server.render import ScaffoldOptions, render_scaffold, scaffold_variants
 from mcp_server.smoke import RunOutput
 
-VARIANTS = [
-    ("sft", None),
-    ("grpo", "importance_sampling"),
-    ("grpo", "ppo"),
-    ("grpo", "cispo"),
-    ("grpo", "dro"),
-    ("dpo", None),
-    ("distill", None),
-]
+VARIANTS = scaffold_variants()
 IDS = [f"{kind}-{loss}" if loss else kind for kind, loss in VARIANTS]
 RL_KINDS = {"grpo"}
 
