@@ -430,7 +430,8 @@ def local_server(model: str = "tiny", device: str = "auto"):
             return server
         if server is not None:
             server.stop()
-        server = LocalServer.start(model=model, device=device, serve_any_model=True, timeout_s=180)
+        # hosted_parity: a script that only works against tinker (not MinT) must fail here too.
+        server = LocalServer.start(model=model, device=device, serve_any_model=True, hosted_parity=True, timeout_s=180)
         if not _SERVERS:
             atexit.register(stop_local_servers)
         _SERVERS[key] = server

@@ -219,10 +219,10 @@ ROUTES: list[tuple[str, str, Handler]] = [
 ]
 
 
-def create_app(engine: Engine) -> Starlette:
+def create_app(engine: Engine, *, hosted_parity: bool = False) -> Starlette:
     @asynccontextmanager
     async def lifespan(app: Starlette):  # type: ignore[no-untyped-def]
-        app.state.service = Service(engine, asyncio.get_running_loop())
+        app.state.service = Service(engine, asyncio.get_running_loop(), hosted_parity=hosted_parity)
         yield
         app.state.service.worker.stop()
 

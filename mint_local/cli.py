@@ -48,6 +48,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="answer every base_model name with the loaded model (for smoke runs of scripts written for hosted models)",
     )
     serve.add_argument(
+        "--hosted-parity",
+        action="store_true",
+        help="refuse what hosted MinT refuses although tinker has it (today: /api/v1/weights_info is a 404, so "
+        "create_training_client_from_state* fails as it does on MinT); smoke runs use this",
+    )
+    serve.add_argument(
         "--threads",
         type=int,
         default=None,
@@ -111,7 +117,7 @@ def serve(args: argparse.Namespace) -> int:
         f"{str(engine.dtype).replace('torch.', '')}, {torch.get_num_threads()} CPU threads; state in {engine.store.root}"
     )
     config = uvicorn.Config(
-        create_app(engine),
+        create_app(engine, hosted_parity=args.hosted_parity),
         log_level="warning",
         access_log=False,
         lifespan="on",

@@ -47,6 +47,7 @@ class LocalServer:
         state_dir: str | os.PathLike[str] | None = None,
         port: int = 0,
         serve_any_model: bool = False,
+        hosted_parity: bool = False,
         timeout_s: float = 180,
         log_path: str | os.PathLike[str] | None = None,
     ) -> LocalServer:
@@ -73,6 +74,8 @@ class LocalServer:
         ]  # fmt: skip
         if serve_any_model:
             cmd.append("--serve-any-model")
+        if hosted_parity:
+            cmd.append("--hosted-parity")
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         log_file = open(log, "a", encoding="utf-8")  # noqa: SIM115 - handed to the child process
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log_file, text=True, env=env)

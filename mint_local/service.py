@@ -54,8 +54,10 @@ def _parse(model: type[BaseModel], raw: dict[str, Any]) -> Any:
 
 
 class Service:
-    def __init__(self, engine: Engine, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, engine: Engine, loop: asyncio.AbstractEventLoop, *, hosted_parity: bool = False) -> None:
         self.engine = engine
+        # A smoke run must fail where a hosted run would, even where tinker itself would work.
+        self.hosted_parity = hosted_parity
         self.loop = loop
         self.futures = FutureStore()
         self.worker = Worker(loop, self.futures)
@@ -344,6 +346,12 @@ class Service:
         self.engine.store.delete(self.checkpoint_ref(run_id, checkpoint_id))
 
     def weights_info(self, raw: dict[str, Any]) -> dict[str, Any]:
+        if self.hosted_parity:
+            raise NotFound(
+                "hosted MinT does not serve /api/v1/weights_info (mint-local runs with --hosted-parity), so "
+                "create_training_client_from_state* cannot resume there. Resume with a fresh "
+                "create_lora_training_client(base_model, rank=<same>) and then load_state_with_optimizer(path).result()"
+            )
         ref, meta = self.engine.store.resolve(_parse(p.WeightsInfoRequest, raw).tinker_path)
         lora = meta["lora"]
         return {

@@ -271,6 +271,35 @@ def test_real_sdk_errors_are_classified_with_their_fix(tmp_path, mint_env):
     assert kinds == ["sk_key_bug"]
 
 
+RESUME_FROM_STATE = """\
+import argparse
+
+import mint
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--smoke", action="store_true")
+parser.add_argument("--steps", type=int, default=2)
+parser.add_argument("--base-model", default="Qwen/Qwen3-8B")
+args = parser.parse_args()
+service_client = mint.ServiceClient()
+training_client = service_client.create_lora_training_client(base_model=args.base_model, rank=4)
+path = training_client.save_state("step-0").result().path
+# Works against tinker; hosted MinT answers /api/v1/weights_info with 404.
+resumed = service_client.create_training_client_from_state_with_optimizer(path)
+print("METRIC step=1 loss=1.0")
+print("METRIC done=1 steps=1")
+"""
+
+
+@pytest.mark.slow
+def test_a_local_smoke_run_fails_where_hosted_mint_would(tmp_path):
+    """Smoke runs use mint-local's --hosted-parity: a resume that only tinker serves must not pass."""
+    verdict = run_smoke(write(tmp_path, "train.py", RESUME_FROM_STATE), target="local", steps=2, timeout_s=300)
+    assert not verdict.passed
+    [error] = [e for e in verdict.errors if e.kind == "weights_info_404"]
+    assert "load_state_with_optimizer" in error.fix
+
+
 def test_import_errors_name_the_package_to_install(tmp_path):
     script = write(tmp_path, "train.py", "import mint_not_installed_anywhere\n")
     verdict = run_smoke(script, steps=2, timeout_s=60)
