@@ -53,6 +53,7 @@ ErrorKind = Literal[
     "no_metrics",
     "timeout",
     "server_start",
+    "crashed_at_exit",
     "script_error",
 ]
 
@@ -395,6 +396,15 @@ def classify(
                 f"No group was trained on in {len(output.steps)} step(s): each group's rewards were all equal.",
                 "Make rewards differ within groups: partial credit, a larger --group-size or a higher temperature.",
             )
+    if exit_code is not None and exit_code < 0 and output.done is not None and not timed_out and not errors:
+        add(
+            "crashed_at_exit",
+            f"The run finished (its `METRIC done=1` line was printed) and then died by signal {-exit_code} "
+            "while the interpreter shut down.",
+            "The SDK's native HTTP transport (pyqwest) can abort interpreter teardown while a background request "
+            "is in flight (curioswitch/pyqwest#164). End the script with `sys.stdout.flush(); os._exit(0)` after "
+            "main() returns, as the scaffolds do.",
+        )
     if exit_code not in (0, None) and not timed_out and not errors:
         last_line = next((line.strip() for line in reversed(text.splitlines()) if line.strip()), "")
         add(

@@ -25,3 +25,26 @@ def mint_env(monkeypatch: pytest.MonkeyPatch, mint_local_server: LocalServer) ->
         monkeypatch.setenv(f"{prefix}_BASE_URL", mint_local_server.base_url)
         monkeypatch.setenv(f"{prefix}_API_KEY", TEST_API_KEY)
     return mint_local_server
+
+
+@pytest.fixture(scope="session", autouse=True)
+def quiet_sdk_clients_at_exit():
+    """Stop every SDK client's heartbeat and telemetry once the tests are done.
+
+    Clients made by tests keep a background event loop whose native HTTP transport (pyqwest) can
+    abort the interpreter if teardown meets a request in flight (curioswitch/pyqwest#164): a green
+    run would end in SIGABRT. With the periodic requests cancelled, nothing is in flight at exit.
+    """
+    yield
+    import gc
+    import sys
+
+    if "tinker" not in sys.modules:
+        return
+    from tinker.lib.internal_client_holder import InternalClientHolder
+
+    holders = [obj for obj in gc.get_objects() if isinstance(obj, InternalClientHolder)]
+    for holder in holders:
+        holder.close()  # cancels the heartbeat and stops telemetry, without waiting
+        # The same cleanup again, waited on: it returns once the cancelled heartbeat has ended.
+        holder.run_coroutine_threadsafe(holder._async_cleanup()).result(timeout=10)

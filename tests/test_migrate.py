@@ -199,7 +199,8 @@ for path, extra in json.loads(sys.argv[1]):
     code = 0
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
-            runpy.run_path(path, run_name="__main__")
+            # Not as __main__: that block ends the process (exit_without_teardown) after main().
+            runpy.run_path(path, run_name="train")["main"]()
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     except Exception as exc:

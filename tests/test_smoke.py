@@ -300,6 +300,15 @@ def test_a_local_smoke_run_fails_where_hosted_mint_would(tmp_path):
     assert "load_state_with_optimizer" in error.fix
 
 
+def test_a_run_that_finished_and_then_aborted_at_exit_says_how_to_avoid_it(tmp_path):
+    """A real process that prints its last METRIC line and then dies by SIGABRT, as pyqwest#164 does."""
+    source = "import os\nprint('METRIC step=1 loss=1.0', flush=True)\nprint('METRIC done=1 steps=1', flush=True)\nos.abort()\n"
+    verdict = run_smoke(write(tmp_path, "train.py", source), target="local", steps=1, timeout_s=300)
+    assert not verdict.passed
+    assert [e.kind for e in verdict.errors] == ["crashed_at_exit"]
+    assert "os._exit(0)" in verdict.errors[0].fix
+
+
 def test_import_errors_name_the_package_to_install(tmp_path):
     script = write(tmp_path, "train.py", "import mint_not_installed_anywhere\n")
     verdict = run_smoke(script, steps=2, timeout_s=60)
