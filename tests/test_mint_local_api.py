@@ -156,12 +156,12 @@ def test_sdk_shows_clear_errors_for_bad_training_input(sc, mint_local_server, to
         started = time.monotonic()
         with pytest.raises((mint.BadRequestError, mint.NotFoundError), match="mint-local: .*" + message):
             call().result()
-        assert time.monotonic() - started < 5, message  # raised at once, not after retries
+        assert time.monotonic() - started < 20, message  # at once: tinker would retry a 5xx for minutes
     # The training client still works after every rejection, at once: a rejected request's
     # seq_id is used up, so later requests do not wait for it.
     started = time.monotonic()
     out = tc.forward_backward([good], "cross_entropy").result()
-    assert out.metrics["loss:sum"] > 0 and time.monotonic() - started < 5
+    assert out.metrics["loss:sum"] > 0 and time.monotonic() - started < 20
 
 
 def test_sampler_path_where_training_path_is_needed(sc, mint_local_server):
