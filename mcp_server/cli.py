@@ -22,7 +22,7 @@ EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 # The workspace fence keeps an agent's writes inside the folder it was given; a person at a shell
 # names the output path themselves, so the CLI writes wherever --out says (never over a file
 # without --force).
-_ANYWHERE = Path(Path.cwd().anchor)
+_ANYWHERE = Path(os.sep)
 
 
 def _absolute(path: str | None) -> str | None:
