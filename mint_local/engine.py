@@ -1,7 +1,7 @@
 """The model engine: one base model, many LoRA adapters.
 
-Every training client is a named PEFT LoRA adapter injected into the single base model, with
-its own AdamW optimizer; samplers are adapters loaded from checkpoints (a small LRU keeps the
+Every training client is a named LoRA adapter (lora.py: PEFT's math and file layout) on the
+single base model, with its own AdamW optimizer; samplers are adapters loaded from checkpoints (a small LRU keeps the
 recent ones resident). All methods that touch the model run on the service's one worker
 thread, so switching the active adapter never races.
 
@@ -15,7 +15,6 @@ import json
 import math
 import sys
 import time
-import warnings
 from collections import OrderedDict
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -23,7 +22,8 @@ from typing import Any
 
 import torch
 
-from . import losses, sampling
+from . import lora, losses, qwen3, sampling
+from .adam import AdamSettings, AdamW
 from .checkpoints import CheckpointRef, CheckpointStore
 from .errors import NotFound, UserError
 from .inputs import PreparedBatch
@@ -66,7 +66,7 @@ class TrainingModel:
     session_id: str
     param_names: list[str]
     params: list[torch.nn.Parameter]
-    optimizer: torch.optim.Optimizer
+    optimizer: AdamW
     created: float = field(default_factory=time.time)
     steps: int = 0
 
@@ -105,12 +105,12 @@ class Engine:
         self.store = CheckpointStore(Path(state_dir))
         self.serve_any_model = serve_any_model
         self._aliases_logged: set[str] = set()
-        self.path, self.name, aliases = _resolve_model_source(model)
+        self.path, self.name, aliases, builtin = _resolve_model_source(model)
         self.aliases = set(aliases) | {self.name, str(self.path)}
         self.tokenizer_id = str(self.path)
         self.device = _pick_device(device)
         self.dtype = torch.bfloat16 if self.device.type == "cuda" else torch.float32
-        self.model = _load_model(self.path, self.device, self.dtype)
+        self.model = qwen3.load(self.path, self.device, self.dtype) if builtin else _load_transformers_model(self.path, self.device, self.dtype)
         self.num_parameters = sum(p.numel() for p in self.model.parameters())
         if threads is None and self.device.type == "cpu" and self.num_parameters < SMALL_MODEL_PARAMS:
             # A small model's ops are too short to win from splitting across cores; one thread
@@ -122,12 +122,12 @@ class Engine:
         self.arch = (getattr(config, "architectures", None) or [type(self.model).__name__])[0]
         self.vocab_size = int(self.model.get_output_embeddings().weight.shape[0])
         self.max_context = int(getattr(config, "max_position_embeddings", 0) or 4096)
-        self.lm = sampling.CausalLM(self.model)
+        self.lm: sampling.LanguageModel = self.model if builtin else sampling.TransformersLM(self.model)
         self.groups = _linear_module_groups(self.model)
         self.eos_ids = _eos_ids(self.path, config)
         self._tokenizer = None
         self.models: dict[str, TrainingModel] = {}
-        self._layers: list[tuple[str, Any]] = []
+        self._layers: list[tuple[str, lora.LoraLinear]] = []
         self._active: str | None | object = object()
         self._sampler_adapters: OrderedDict[str, str] = OrderedDict()
         self._sampler_counter = 0
@@ -222,51 +222,34 @@ class Engine:
         return targets
 
     def _inject(self, adapter: str, rank: int, alpha: float, targets: list[str], seed: int | None) -> None:
-        from peft import LoraConfig, inject_adapter_in_model
-
-        config = LoraConfig(r=rank, lora_alpha=alpha, target_modules=sorted(targets), lora_dropout=0.0, bias="none")
-        # LoRA factors are initialised on the CPU generator, so forking that one makes `seed` exact.
-        with torch.random.fork_rng(devices=[]), warnings.catch_warnings():
-            warnings.simplefilter("ignore")
+        # LoRA factors are drawn from the CPU generator, so forking that one makes `seed` exact.
+        with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed if seed is not None else int(time.time_ns() % (2**31)))
-            inject_adapter_in_model(config, self.model, adapter)
-        self._refresh_layers()
-        if self.dtype != torch.float32:
-            # Adapters and their Adam state stay float32 over a bf16 base (peft casts activations).
-            for _, layer in self._layers:
-                if adapter in layer.lora_A:
-                    layer.lora_A[adapter].float()
-                    layer.lora_B[adapter].float()
-
-    def _remove(self, adapter: str) -> None:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            for _, layer in self._layers:
-                if adapter in layer.lora_A:
-                    layer.delete_adapter(adapter)
-        getattr(self.model, "peft_config", {}).pop(adapter, None)
+            try:
+                self._layers = lora.inject(self.model, sorted(targets), adapter, rank, alpha)
+            except AttributeError as e:
+                raise UserError(f"adapter {adapter!r}: {self.arch} has no layer {e}; was it made for another model?") from None
         self._active = object()
 
-    def _refresh_layers(self) -> None:
-        from peft.tuners.lora import LoraLayer
-
-        self._layers = [(n, m) for n, m in self.model.named_modules() if isinstance(m, LoraLayer)]
+    def _remove(self, adapter: str) -> None:
+        for _, layer in self._layers:
+            layer.remove(adapter)
         self._active = object()
 
     def _activate(self, adapter: str | None) -> None:
         if adapter == self._active:
             return
-        names = [adapter] if adapter else []
         for _, layer in self._layers:
-            layer.set_adapter(names)
+            layer.active = (adapter,) if adapter in layer.adapters else ()
         self._active = adapter
 
     def _adapter_tensors(self, adapter: str) -> dict[str, torch.nn.Parameter]:
+        # peft's key layout, so the saved adapter_model.safetensors loads with PeftModel.from_pretrained.
         out = {}
         for name, layer in self._layers:
-            if adapter in layer.lora_A:
-                out[f"base_model.model.{name}.lora_A.weight"] = layer.lora_A[adapter].weight
-                out[f"base_model.model.{name}.lora_B.weight"] = layer.lora_B[adapter].weight
+            if adapter in layer.adapters:
+                out[f"base_model.model.{name}.lora_A.weight"] = layer.adapters[adapter].A
+                out[f"base_model.model.{name}.lora_B.weight"] = layer.adapters[adapter].B
         return out
 
     def _adapter_config(self, rank: int, alpha: float, targets: list[str]) -> dict[str, Any]:
@@ -323,8 +306,7 @@ class Engine:
         tensors = self._adapter_tensors(model_id)
         names = sorted(tensors)
         params = [tensors[n] for n in names]
-        optimizer = torch.optim.AdamW(params, lr=1e-4, betas=(0.9, 0.95), eps=1e-12, weight_decay=0.0, foreach=True)
-        self.models[model_id] = TrainingModel(model_id, spec, base_model, session_id, names, params, optimizer)
+        self.models[model_id] = TrainingModel(model_id, spec, base_model, session_id, names, params, AdamW(params))
         self.store.write_run(
             model_id,
             {
@@ -406,15 +388,13 @@ class Engine:
 
     def optim_step(self, model_id: str, adam: Any) -> dict[str, Any]:
         tm = self.get_model(model_id)
-        for group in tm.optimizer.param_groups:
-            group.update(lr=adam.learning_rate, betas=(adam.beta1, adam.beta2), eps=adam.eps, weight_decay=adam.weight_decay)
         with_grad = [p for p in tm.params if p.grad is not None]
         grad_norm = 0.0
         if with_grad:
             max_norm = adam.grad_clip_norm if adam.grad_clip_norm > 0 else math.inf
             grad_norm = float(torch.nn.utils.clip_grad_norm_(with_grad, max_norm))
-            tm.optimizer.step()
-            tm.optimizer.zero_grad(set_to_none=True)
+            tm.optimizer.step(AdamSettings(adam.learning_rate, adam.beta1, adam.beta2, adam.eps, adam.weight_decay))
+            tm.optimizer.zero_grad()
         tm.steps += 1
         return {"metrics": {"grad_norm:mean": grad_norm, "learning_rate:mean": adam.learning_rate, "step:max": float(tm.steps)}}
 
@@ -455,16 +435,18 @@ class Engine:
         tm = self.get_model(model_id)
         assert source.folder is not None
         self._copy_into(tm.adapter, self.store.load_tensors(source.folder), what=str(source.model_path))
-        fresh = torch.optim.AdamW(tm.params, lr=1e-4, betas=(0.9, 0.95), eps=1e-12, weight_decay=0.0, foreach=True)
+        fresh = AdamW(tm.params)
         steps = 0
         if with_optimizer:
             saved = self.store.load_optimizer(source.folder)
             if saved is None or saved.get("param_names") != tm.param_names:
                 raise UserError(f"{source.model_path}: no matching optimizer state in this checkpoint")
-            fresh.load_state_dict(saved["optimizer"])
+            try:
+                fresh.load_state_dict(saved["optimizer"])
+            except (ValueError, KeyError, TypeError) as e:
+                raise UserError(f"{source.model_path}: its optimizer state does not fit this adapter ({e}); load_state() restores the weights alone") from None
             steps = int(saved.get("steps", 0))
-        for p in tm.params:
-            p.grad = None
+        fresh.zero_grad()
         tm.optimizer = fresh
         tm.steps = steps
         return {"type": "load_weights", "path": source.model_path}
@@ -474,9 +456,7 @@ class Engine:
     @property
     def tokenizer(self) -> Any:
         if self._tokenizer is None:
-            from transformers import AutoTokenizer
-
-            self._tokenizer = AutoTokenizer.from_pretrained(self.tokenizer_id)
+            self._tokenizer = _load_decoder(self.path)
         return self._tokenizer
 
     def sample(
@@ -608,11 +588,12 @@ class Engine:
 # --- model loading --------------------------------------------------------------------------------
 
 
-def _resolve_model_source(model: str) -> tuple[Path, str, list[str]]:
-    """(folder, served name, accepted aliases) for `tiny`, `tiny-30m` or a local HF folder."""
+def _resolve_model_source(model: str) -> tuple[Path, str, list[str], bool]:
+    """(folder, served name, accepted aliases, built-in?) for `tiny`, `tiny-30m` or a local HF
+    folder. Built-in variants run on qwen3.py; any other folder on transformers."""
     if model in VARIANTS:
         path = ensure_tiny_model(model)
-        return path, served_name(model), [model]
+        return path, served_name(model), [model], True
     path = Path(model).expanduser().resolve()
     if not (path / "config.json").is_file():
         raise UserError(
@@ -624,7 +605,7 @@ def _resolve_model_source(model: str) -> tuple[Path, str, list[str]]:
     if path.parent.name == "snapshots" and path.parent.parent.name.startswith("models--"):
         aliases.append(path.parent.parent.name[len("models--") :].replace("--", "/"))
     name = aliases[-1] if len(aliases) > 1 else str(path)
-    return path, name, aliases
+    return path, name, aliases, False
 
 
 def _pick_device(device: str) -> torch.device:
@@ -637,7 +618,7 @@ def _pick_device(device: str) -> torch.device:
     return torch.device(device)
 
 
-def _load_model(path: Path, device: torch.device, dtype: torch.dtype) -> torch.nn.Module:
+def _load_transformers_model(path: Path, device: torch.device, dtype: torch.dtype) -> torch.nn.Module:
     from transformers import AutoModelForCausalLM
     from transformers.utils import logging as hf_logging
 
@@ -652,13 +633,24 @@ def _load_model(path: Path, device: torch.device, dtype: torch.dtype) -> torch.n
     return model
 
 
-def _linear_module_groups(model: torch.nn.Module) -> dict[str, list[str]]:
-    try:
-        from transformers.pytorch_utils import Conv1D
+def _load_decoder(path: Path) -> Any:
+    """Something with `decode(ids, skip_special_tokens=...)`: the `tokenizers` library (cheap to
+    import) when the folder has a tokenizer.json, else transformers' AutoTokenizer."""
+    if (path / "tokenizer.json").is_file():
+        from tokenizers import Tokenizer
 
-        linear_types: tuple[type, ...] = (torch.nn.Linear, Conv1D)
-    except ImportError:
-        linear_types = (torch.nn.Linear,)
+        return Tokenizer.from_file(str(path / "tokenizer.json"))
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(str(path))
+
+
+def _linear_module_groups(model: torch.nn.Module) -> dict[str, list[str]]:
+    linear_types: tuple[type, ...] = (torch.nn.Linear,)
+    # GPT-2 style models use transformers' Conv1D; it is loaded only if such a model was.
+    pytorch_utils = sys.modules.get("transformers.pytorch_utils")
+    if pytorch_utils is not None:
+        linear_types += (pytorch_utils.Conv1D,)
     unembed_module = model.get_output_embeddings()
     groups: dict[str, list[str]] = {"attn": [], "mlp": [], "unembed": []}
     for name, module in model.named_modules():

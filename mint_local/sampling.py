@@ -14,7 +14,7 @@ from __future__ import annotations
 import inspect
 import os
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable, Protocol
 
 import torch
 
@@ -37,7 +37,19 @@ class Sequence:
     stop_reason: str
 
 
-class CausalLM:
+class LanguageModel(Protocol):
+    """What sampling and the engine need from a model: the built-in qwen3.Qwen3ForCausalLM
+    offers it directly, TransformersLM wraps any transformers causal LM."""
+
+    def full_logits(self, input_ids: torch.Tensor) -> torch.Tensor: ...
+
+    def step(self, input_ids: torch.Tensor, cache: Any | None) -> tuple[torch.Tensor, Any]:
+        """Last-position float32 logits for `input_ids` after the cached tokens, and the cache
+        (which has `batch_repeat_interleave(n)`)."""
+        ...
+
+
+class TransformersLM:
     """A thin adapter over a transformers causal LM that hides the cache keyword (which was
     renamed `past_key_values` -> `cache` in transformers 5)."""
 
@@ -74,7 +86,7 @@ def _filter_logits(logits: torch.Tensor, top_k: int, top_p: float) -> torch.Tens
 
 
 def generate(
-    lm: CausalLM,
+    lm: LanguageModel,
     prompt: list[int],
     num_samples: int,
     settings: SampleSettings,
@@ -131,7 +143,7 @@ def _ends_with_stop_string(tokens: list[int], stops: tuple[str, ...], decode: Ca
 
 
 def prompt_logprobs(
-    lm: CausalLM, prompt: list[int], device: torch.device, topk: int
+    lm: LanguageModel, prompt: list[int], device: torch.device, topk: int
 ) -> tuple[list[float | None], list[list[tuple[int, float]] | None] | None]:
     """Logprob of each prompt token given the ones before it (None for the first), plus the
     top-k alternatives at each position when topk > 0."""
