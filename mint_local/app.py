@@ -24,6 +24,7 @@ from starlette.routing import Route
 
 from .engine import Engine
 from .errors import UserError
+from .futures import Worker
 from .service import Service
 
 Handler = Callable[[Service, Request], Awaitable[Any]]
@@ -219,10 +220,12 @@ ROUTES: list[tuple[str, str, Handler]] = [
 ]
 
 
-def create_app(engine: Engine, *, hosted_parity: bool = False) -> Starlette:
+def create_app(engine: Engine, worker: Worker, *, hosted_parity: bool = False) -> Starlette:
+    """The HTTP app over an engine; `worker` is the thread that built the engine and runs its jobs."""
+
     @asynccontextmanager
     async def lifespan(app: Starlette):  # type: ignore[no-untyped-def]
-        app.state.service = Service(engine, asyncio.get_running_loop(), hosted_parity=hosted_parity)
+        app.state.service = Service(engine, worker, asyncio.get_running_loop(), hosted_parity=hosted_parity)
         yield
         app.state.service.worker.stop()
 

@@ -106,18 +106,22 @@ def serve(args: argparse.Namespace) -> int:
     from .app import create_app
     from .engine import Engine, log
     from .errors import UserError
+    from .futures import Worker
 
+    worker = Worker()
     try:
-        engine = Engine(model=args.model, device=args.device, state_dir=Path(args.state_dir), serve_any_model=args.serve_any_model, threads=args.threads)
+        engine = worker.call(
+            lambda: Engine(model=args.model, device=args.device, state_dir=Path(args.state_dir), serve_any_model=args.serve_any_model, threads=args.threads)
+        )
     except UserError as e:
         print(f"mint-local: {e.message}", file=sys.stderr)
         return 2
     log(
         f"serving {engine.name} ({engine.arch}, {engine.num_parameters:,} parameters) on {engine.device} "
-        f"{str(engine.dtype).replace('torch.', '')}, {torch.get_num_threads()} CPU threads; state in {engine.store.root}"
+        f"{str(engine.dtype).replace('torch.', '')}, {worker.call(torch.get_num_threads)} CPU threads; state in {engine.store.root}"
     )
     config = uvicorn.Config(
-        create_app(engine, hosted_parity=args.hosted_parity),
+        create_app(engine, worker, hosted_parity=args.hosted_parity),
         log_level="warning",
         access_log=False,
         lifespan="on",

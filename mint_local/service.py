@@ -54,13 +54,13 @@ def _parse(model: type[BaseModel], raw: dict[str, Any]) -> Any:
 
 
 class Service:
-    def __init__(self, engine: Engine, loop: asyncio.AbstractEventLoop, *, hosted_parity: bool = False) -> None:
+    def __init__(self, engine: Engine, worker: Worker, loop: asyncio.AbstractEventLoop, *, hosted_parity: bool = False) -> None:
         self.engine = engine
         # A smoke run must fail where a hosted run would, even where tinker itself would work.
         self.hosted_parity = hosted_parity
         self.loop = loop
         self.futures = FutureStore()
-        self.worker = Worker(loop, self.futures)
+        self.worker = worker
         self.sessions: dict[str, Session] = {}
         self.samplers: dict[str, Sampler] = {}
         self.gates: dict[str, SeqGate] = {}
@@ -70,8 +70,11 @@ class Service:
 
     def _submit(self, job: Job, model_id: str | None = None) -> dict[str, Any]:
         request_id = self.futures.create()
-        self.worker.submit(request_id, job)
+        self._release(request_id, job)
         return {"request_id": request_id, "model_id": model_id}
+
+    def _release(self, request_id: str, job: Job) -> None:
+        self.worker.submit(job, lambda payload: self.loop.call_soon_threadsafe(self.futures.resolve, request_id, payload))
 
     def _ordered(self, raw: dict[str, Any], build: Callable[[], Job]) -> dict[str, Any]:
         """Queue a training-model job behind the client's earlier seq_ids."""
@@ -79,7 +82,7 @@ class Service:
         seq_id = raw.get("seq_id") if isinstance(raw.get("seq_id"), int) else None
         gate = None
         if isinstance(model_id, str) and model_id in self.engine.models:
-            gate = self.gates.get(model_id) or self.gates.setdefault(model_id, SeqGate(self.loop, self.worker.submit))
+            gate = self.gates.get(model_id) or self.gates.setdefault(model_id, SeqGate(self.loop, self._release))
             if (earlier := gate.duplicate(seq_id)) is not None:
                 return {"request_id": earlier, "model_id": model_id}
         try:
