@@ -38,6 +38,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"], help="auto uses CUDA (bf16) when present")
     serve.add_argument(
+        "--dtype",
+        default="auto",
+        choices=["auto", "float32", "bfloat16"],
+        help="the base model's weights: auto = bfloat16 on CUDA, float32 on CPU (LoRA weights and Adam state are always float32)",
+    )
+    serve.add_argument(
         "--state-dir",
         default=os.environ.get("MINT_LOCAL_STATE_DIR", ".mint-local"),
         help="where checkpoints and training runs live (default ./.mint-local)",
@@ -111,7 +117,7 @@ def serve(args: argparse.Namespace) -> int:
     worker = Worker()
     try:
         engine = worker.call(
-            lambda: Engine(model=args.model, device=args.device, state_dir=Path(args.state_dir), serve_any_model=args.serve_any_model, threads=args.threads)
+            lambda: Engine(model=args.model, device=args.device, dtype=args.dtype, state_dir=Path(args.state_dir), serve_any_model=args.serve_any_model, threads=args.threads)
         )
     except UserError as e:
         print(f"mint-local: {e.message}", file=sys.stderr)

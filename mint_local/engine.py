@@ -98,6 +98,7 @@ class Engine:
         self,
         model: str = "tiny",
         device: str = "auto",
+        dtype: str = "auto",
         state_dir: Path | str = ".mint-local",
         serve_any_model: bool = False,
         threads: int | None = None,
@@ -109,7 +110,7 @@ class Engine:
         self.aliases = set(aliases) | {self.name, str(self.path)}
         self.tokenizer_id = str(self.path)
         self.device = _pick_device(device)
-        self.dtype = torch.bfloat16 if self.device.type == "cuda" else torch.float32
+        self.dtype = _pick_dtype(dtype, self.device)
         self.model = qwen3.load(self.path, self.device, self.dtype) if builtin else _load_transformers_model(self.path, self.device, self.dtype)
         self.num_parameters = sum(p.numel() for p in self.model.parameters())
         if threads is None and self.device.type == "cpu" and self.num_parameters < SMALL_MODEL_PARAMS:
@@ -606,6 +607,19 @@ def _resolve_model_source(model: str) -> tuple[Path, str, list[str], bool]:
         aliases.append(path.parent.parent.name[len("models--") :].replace("--", "/"))
     name = aliases[-1] if len(aliases) > 1 else str(path)
     return path, name, aliases, False
+
+
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
+
+
+def _pick_dtype(dtype: str, device: torch.device) -> torch.dtype:
+    """The base model's dtype: bf16 on CUDA, float32 on CPU unless asked. Adapters, their Adam
+    state and the loss stay float32 whatever this is."""
+    if dtype == "auto":
+        return torch.bfloat16 if device.type == "cuda" else torch.float32
+    if dtype not in DTYPES:
+        raise UserError(f"--dtype {dtype!r}: use auto, {' or '.join(DTYPES)}")
+    return DTYPES[dtype]
 
 
 def _pick_device(device: str) -> torch.device:

@@ -44,6 +44,7 @@ class LocalServer:
         cls,
         model: str = "tiny",
         device: str = "auto",
+        dtype: str = "auto",
         state_dir: str | os.PathLike[str] | None = None,
         port: int = 0,
         serve_any_model: bool = False,
@@ -70,7 +71,7 @@ class LocalServer:
         cmd = [
             sys.executable, "-m", "mint_local", "serve",
             "--host", "127.0.0.1", "--port", str(port),
-            "--model", str(model), "--device", device, "--state-dir", str(state),
+            "--model", str(model), "--device", device, "--dtype", dtype, "--state-dir", str(state),
         ]  # fmt: skip
         if serve_any_model:
             cmd.append("--serve-any-model")

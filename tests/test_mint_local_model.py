@@ -225,3 +225,38 @@ def test_transformers_model_folder_with_conv1d_layers_trains_and_saves_a_peft_ad
         logits = model(input_ids=torch.tensor([tokens[:-1]])).logits[0].double()
     direct = torch.log_softmax(logits, -1).gather(-1, torch.tensor(tokens[1:])[:, None]).squeeze(-1)
     assert torch.allclose(served, direct, atol=1e-4)
+
+
+@pytest.mark.slow
+def test_bf16_base_model_trains_with_float32_adapters(tmp_path):
+    """The GPU path's precision (bf16 base weights; float32 LoRA, Adam state and loss), on the CPU."""
+    from safetensors.torch import load_file
+
+    from mint_local.testing import TEXT, torch_target_logprobs
+
+    with LocalServer.start(model="tiny", device="cpu", dtype="bfloat16", state_dir=tmp_path / "state") as server:
+        assert "on cpu bfloat16" in server.log_path.read_text()
+        sc = mint.ServiceClient(base_url=server.base_url, api_key=TEST_API_KEY)
+        try:
+            tc = sc.create_lora_training_client(base_model=server.model_name, rank=4, seed=0)
+            tokens = tc.get_tokenizer().encode(TEXT)
+            first = logprobs_of(tc.forward([ce_datum(tokens)], "cross_entropy").result())
+            exact = torch_target_logprobs(tc.get_info().model_data.tokenizer_id, tokens)
+            assert not torch.equal(first, exact) and torch.allclose(first, exact, atol=0.15)  # bf16 rounding, no more
+            losses = []
+            for _ in range(8):
+                losses.append(tc.forward_backward([ce_datum(tokens)], "cross_entropy").result().metrics["loss:sum"])
+                tc.optim_step(mint.AdamParams(learning_rate=1e-2)).result()
+            assert losses[-1] < 0.9 * losses[0]
+            path = tc.save_state("bf16").result().path
+            saved = load_file(str(checkpoint_dir(server.state_dir, path) / "adapter_model.safetensors"))
+            assert {t.dtype for t in saved.values()} == {torch.float32}
+            trained = logprobs_of(tc.forward([ce_datum(tokens)], "cross_entropy").result())
+            resumed = sc.create_lora_training_client(base_model=server.model_name, rank=4, seed=1)
+            resumed.load_state_with_optimizer(path).result()
+            assert torch.equal(logprobs_of(resumed.forward([ce_datum(tokens)], "cross_entropy").result()), trained)
+            sampler = tc.save_weights_and_get_sampling_client("bf16-sampler")
+            out = sampler.sample(mint.ModelInput.from_ints(tokens[:8]), 3, mint.SamplingParams(max_tokens=10, seed=0)).result()
+            assert len(out.sequences) == 3 and all(all(lp <= 0 for lp in s.logprobs) for s in out.sequences)
+        finally:
+            sc.holder.close()
