@@ -5,8 +5,9 @@
 
 Figures (issue 3, "Benchmarks"):
   1. cold start: `python -m mint_local serve` launched -> first forward_backward finished
-     through the SDK (tiny model, already cached); baseline: the bare `import torch,
-     transformers, peft` time of a fresh interpreter (the floor any torch server pays).
+     through the SDK (tiny model, already cached); baselines: a fresh interpreter's bare
+     `import torch` (the floor any torch server pays) and `import torch, transformers, peft`
+     (what a server built on transformers' model code pays before its first step).
   2. 20-step LoRA SFT loop through the SDK vs the same loop in raw torch in this process
      (same model folder, LoRA rank, targets, data, AdamW, thread count), on the tiny model
      and on the ~30M-parameter model.
@@ -155,9 +156,15 @@ def cold_start(state_dir: Path) -> dict[str, float]:
     return {"listening_s": t_listen - t0, "first_fwdbwd_s": t_done - t0}
 
 
-def import_floor() -> float:
+IMPORT_FLOORS = {
+    "torch": "import torch",
+    "torch, transformers, peft": "import torch, transformers, peft; from transformers import AutoModelForCausalLM",
+}
+
+
+def import_floor(code: str) -> float:
     t = time.perf_counter()
-    subprocess.run([sys.executable, "-c", "import torch, transformers, peft; from transformers import AutoModelForCausalLM"], check=True)
+    subprocess.run([sys.executable, "-c", code], check=True)
     return time.perf_counter() - t
 
 
@@ -219,14 +226,19 @@ def main() -> None:
     print(f"load average at start: {os.getloadavg()}")
 
     repeats = 1 if args.quick else 3
-    floors = [import_floor() for _ in range(repeats)]
-    starts = [cold_start(work / f"cold{i}") for i in range(repeats)]
+    floors: dict[str, list[float]] = {name: [] for name in IMPORT_FLOORS}
+    starts = []
+    for i in range(repeats):  # interleaved, so background load hits the baselines and the server alike
+        for name, code in IMPORT_FLOORS.items():
+            floors[name].append(import_floor(code))
+        starts.append(cold_start(work / f"cold{i}"))
     first = [s["first_fwdbwd_s"] for s in starts]
     listen = [s["listening_s"] for s in starts]
+    baselines = "; ".join(f"`import {name}` {min(t):.2f}/{statistics.median(t):.2f} s" for name, t in floors.items())
     print(
         f"\n## cold start (tiny, cached; best/median of {repeats}): listening {min(listen):.2f}/{statistics.median(listen):.2f} s, "
         f"first forward_backward done {min(first):.2f}/{statistics.median(first):.2f} s (target < 3 s); "
-        f"baseline `import torch, transformers, peft` in a fresh interpreter: {min(floors):.2f}/{statistics.median(floors):.2f} s"
+        f"baselines in a fresh interpreter: {baselines}"
     )
 
     for label, variant, folder in (("tiny", "tiny", tiny_dir), ("~30M", "tiny-30m", big_dir)):
