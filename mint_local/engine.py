@@ -1,9 +1,10 @@
 """The model engine: one base model, many LoRA adapters.
 
 Every training client is a named LoRA adapter (lora.py: PEFT's math and file layout) on the
-single base model, with its own AdamW optimizer; samplers are adapters loaded from checkpoints (a small LRU keeps the
-recent ones resident). All methods that touch the model run on the service's one worker
-thread, so switching the active adapter never races.
+single base model, with its own AdamW (adam.py); samplers are adapters loaded from checkpoints
+(a small LRU keeps the recent ones resident). The built-in tiny models run on qwen3.py, any
+other model folder on transformers. Everything that touches the model, loading included, runs
+on the one worker thread (futures.Worker), so switching the active adapter never races.
 
 Gradients accumulate in each adapter's `.grad` across forward_backward calls until
 optim_step. Losses are summed per token (see losses.py).
@@ -97,6 +98,7 @@ class Engine:
     def __init__(
         self,
         model: str = "tiny",
+        *,
         device: str = "auto",
         dtype: str = "auto",
         state_dir: Path | str = ".mint-local",

@@ -169,7 +169,7 @@ def test_tiny_server_path_never_imports_transformers_peft_or_dynamo(tmp_path):
         from mint_local.inputs import prepare_batch
         from mint_local import protocol as p
 
-        engine = Engine("tiny", "cpu", {str(tmp_path)!r})
+        engine = Engine("tiny", device="cpu", state_dir={str(tmp_path)!r})
         engine.create_model("m", engine.name, NS(rank=4, train_mlp=True, train_attn=True, train_unembed=True, seed=0), "s", None)
         datum = {{"model_input": {{"chunks": [{{"type": "encoded_text", "tokens": list(range(5, 25))}}]}},
                   "loss_fn_inputs": {{"target_tokens": {{"data": list(range(6, 26)), "dtype": "int64", "shape": [20]}},
