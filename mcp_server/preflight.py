@@ -25,6 +25,7 @@ import libcst as cst
 from pydantic import BaseModel, Field
 
 from mcp_server.lint.context import build_context, mask_secret, string_value
+from mcp_server.pyparse import PythonSyntaxError, parse_ast, parse_module
 
 MINT_DEFAULT_BASE_URL = "https://mint.macaron.xin"  # what mindlab-toolkit 0.2.0 falls back to
 PINNED_TINKER = "0.22.0"
@@ -208,8 +209,8 @@ def _package_dir(name: str) -> Path | None:
 
 def _parse_py(path: Path) -> ast.Module | None:
     try:
-        return ast.parse(path.read_text(encoding="utf-8"))
-    except (OSError, SyntaxError, ValueError, UnicodeDecodeError):
+        return parse_ast(path.read_text(encoding="utf-8"), str(path))
+    except (OSError, PythonSyntaxError, UnicodeDecodeError):
         return None
 
 
@@ -510,8 +511,8 @@ def script_base_model(path: Path) -> tuple[str, int] | None:
     `--base-model`/`--model` default, a `base_model=` keyword literal, a config-class field or a
     module constant named BASE_MODEL / MODEL_NAME. None when the script does not say."""
     try:
-        module = cst.parse_module(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, cst.ParserSyntaxError, RecursionError):
+        module = parse_module(path.read_text(encoding="utf-8"), str(path))
+    except (OSError, UnicodeDecodeError, PythonSyntaxError):
         return None
     ctx = build_context(str(path), module)
     for dest in BASE_MODEL_DESTS:

@@ -1,11 +1,60 @@
-"""Shared fixtures: one mint-local server (tiny model, CPU) for the whole test session."""
+"""Shared fixtures: one mint-local server (tiny model, CPU) for the whole test session; and the
+session's guards: nothing leaves loopback (netfence) and no thread builds AST objects unlocked."""
 
 from __future__ import annotations
 
+import os
+import sys
+import threading
+
 import pytest
 
+# The SDK's telemetry would report to the endpoint every client is built for, and formats a
+# traceback (CPython 3.11 parses each source line for it) on its own thread for every failed
+# request: the race that made ast.parse fail with "AST constructor recursion depth mismatch".
+# Set before anything starts, so every subprocess (CLI runs, smoke scripts) inherits it.
+os.environ["TINKER_TELEMETRY"] = "0"
+
+from netfence import pytest_sessionfinish as _netfence_finish
+from netfence import pytest_sessionstart as _netfence_start
+
+from mcp_server import pyparse
 from mint_local.launcher import LocalServer
 from mint_local.testing import TEST_API_KEY
+
+# As the MCP server does: ast.parse from any code (traceback's caret anchors, literal_eval) waits
+# for the lock our own parses hold.
+pyparse.serialise_stdlib_ast_parse()
+_unlocked_ast: list[str] = []
+
+
+def _ast_audit(event: str, args: tuple) -> None:
+    """Record AST objects built off the main thread without pyparse's lock (the 3.11 race)."""
+    if event != "compile" or threading.current_thread() is threading.main_thread():
+        return
+    caller = sys._getframe(1)
+    if "PyCF_ONLY_AST" not in caller.f_code.co_names or pyparse._AST_LOCK._is_owned():
+        return  # compiling to code builds no AST objects; under the lock it cannot race
+    where = f"{caller.f_code.co_filename}:{caller.f_lineno} in {caller.f_code.co_name}"
+    _unlocked_ast.append(f"thread {threading.current_thread().name!r}: {where}")
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    sys.addaudithook(_ast_audit)
+    _netfence_start(session)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    _netfence_finish(session, exitstatus)
+    if _unlocked_ast:
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        shown = "\n  ".join(dict.fromkeys(_unlocked_ast))
+        reporter.write_line(
+            "AST: built off the main thread without mcp_server.pyparse's lock (CPython 3.11 can fail "
+            f"both parses):\n  {shown}",
+            red=True,
+        )
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 @pytest.fixture(scope="session")

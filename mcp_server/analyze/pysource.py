@@ -8,9 +8,7 @@ and `cfg["a"]["b"]` / `cfg.a.b` from a YAML file the script loads. Each resolved
 line it came from, and a level saying how binding it is (see evidence.Level).
 """
 
-import ast
 import dataclasses
-import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,7 +18,7 @@ from mcp_server.analyze.evidence import Level, Loc, Value
 from mcp_server.analyze.lines import node_lines
 from mcp_server.analyze.shell import Command, commands_in_text
 from mcp_server.analyze.yamlconf import YamlConfig
-from mcp_server.errors import MintMigrateError
+from mcp_server.pyparse import evaluated_value, parse_module
 
 Scope = cst.FunctionDef | None
 
@@ -172,12 +170,7 @@ def dotted_name(node: cst.CSTNode) -> str | None:
 
 def literal_value(node: cst.BaseExpression):
     """A literal node's Python value. Quietly: a source's odd escapes ("\\d") are its business."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            return node.evaluated_value
-        except (ValueError, SyntaxError, MemoryError):
-            return None
+    return evaluated_value(node)
 
 
 def _string_node_value(node: cst.CSTNode) -> str | None:
@@ -193,20 +186,7 @@ class PySource:
     def __init__(self, text: str, label: str):
         self.label = label
         self.text = text
-        try:
-            self.module = cst.parse_module(text)
-        except cst.ParserSyntaxError as exc:
-            line, column, message = exc.raw_line, exc.raw_column + 1, exc.message.strip().splitlines()[0]
-            try:  # CPython's parser points at the offending token more precisely than libcst's
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
-                    ast.parse(text)
-            except SyntaxError as py_exc:
-                line, column, message = py_exc.lineno or line, py_exc.offset or column, py_exc.msg
-            raise MintMigrateError(
-                f"{label}:{line}:{column}: cannot parse Python: {message}. "
-                "Fix the syntax error (or pass the right file) and retry."
-            ) from exc
+        self.module = parse_module(text, label)  # PythonSyntaxError (a MintMigrateError) names file:line:col
         self._lines = node_lines(self.module)
         self.imports: dict[str, str] = {}
         self.imported: list[tuple[str, Loc]] = []

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from mcp_server.analyze.evidence import Level, Loc, Value
 from mcp_server.analyze.scalars import looks_numeric, parse_scalar
 from mcp_server.errors import MintMigrateError
+from mcp_server.pyparse import PythonSyntaxError, parse_ast
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _ASSIGN = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(\+?)=")
@@ -284,8 +285,8 @@ def _arith(expr: str, lookup) -> int:
     """Bash integer arithmetic: + - * / % ** and parentheses over numbers and variables."""
     expr = re.sub(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?", r"\1", expr).replace("/", "//").replace("////", "//")
     try:
-        tree = ast.parse(expr.strip(), mode="eval")
-    except SyntaxError as exc:
+        tree = parse_ast(expr.strip(), mode="eval")
+    except PythonSyntaxError as exc:
         raise _Unresolved() from exc
 
     def ev(node: ast.AST) -> int:

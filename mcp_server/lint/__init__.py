@@ -6,8 +6,6 @@ written here: the CLI writes `fixed_source` for `lint --fix`. The rules and thei
 live in the registry (`mcp_server.lint.registry.RULES`); docs/rules.md is generated from it.
 """
 
-import ast
-import warnings
 from pathlib import Path
 
 import libcst as cst
@@ -19,10 +17,11 @@ from mcp_server.lint.context import build_context
 from mcp_server.lint.fixes import apply_fixes
 from mcp_server.lint.registry import RULES, Rule, all_rules
 from mcp_server.plan import Finding
+from mcp_server.pyparse import PythonSyntaxError, parse_module
 
 FAMILIES = (sdk_rules, training_rules, setup_rules)
 
-__all__ = ["LintReport", "RULES", "Rule", "all_rules", "lint_path", "lint_source"]
+__all__ = ["LintReport", "RULES", "Rule", "all_rules", "lint_bytes", "lint_path", "lint_source"]
 
 
 class LintReport(BaseModel):
@@ -40,11 +39,13 @@ class LintReport(BaseModel):
 def lint_source(source: str, path: str = "<source>", *, fix: bool = False) -> LintReport:
     """Lint Python source; findings describe `source` as given, fixes come back in `fixed_source`."""
     try:
-        module = cst.parse_module(source)
-    except (cst.ParserSyntaxError, cst.CSTValidationError, RecursionError, ValueError) as exc:
-        line, col, message = _syntax_error(source, exc)
+        module = parse_module(source, path)
+    except PythonSyntaxError as exc:  # its message never quotes the line, which may hold a secret
         return LintReport(
-            path=path, parse_error=f"line {line}, col {col}: {message}", parse_error_line=line, parse_error_col=col
+            path=path,
+            parse_error=f"line {exc.line}, col {exc.col}: {exc.message}",
+            parse_error_line=exc.line,
+            parse_error_col=exc.col,
         )
     ctx = build_context(path, module, collectors=(training_rules.FreshClients,))
     cst.visit_batched(ctx.module, [family.visitor(ctx) for family in FAMILIES])
@@ -58,8 +59,8 @@ def lint_source(source: str, path: str = "<source>", *, fix: bool = False) -> Li
     if fix:
         fixed, applied = apply_fixes(ctx)
         try:
-            cst.parse_module(fixed)
-        except cst.ParserSyntaxError:  # never hand back a file that does not parse
+            parse_module(fixed, path)
+        except PythonSyntaxError:  # never hand back a file that does not parse
             fixed, applied = source, []
         report.fixed_source = fixed
         report.fixes_applied = applied
@@ -69,7 +70,11 @@ def lint_source(source: str, path: str = "<source>", *, fix: bool = False) -> Li
 def lint_path(path: Path, *, fix: bool = False) -> LintReport:
     """Lint one file. Raises FileNotFoundError / IsADirectoryError for a path that is not a file."""
     path = Path(path)
-    data = path.read_bytes()
+    return lint_bytes(path.read_bytes(), path, fix=fix)
+
+
+def lint_bytes(data: bytes, path: Path, *, fix: bool = False) -> LintReport:
+    """Lint a file's content, already read (the MCP tool reads through the workspace fence)."""
     try:
         source = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -77,23 +82,3 @@ def lint_path(path: Path, *, fix: bool = False) -> LintReport:
             f"{path} is not UTF-8 text (byte {exc.start}); lint reads Python source files."
         ) from None
     return lint_source(source, str(path), fix=fix)
-
-
-def _syntax_error(source: str, exc: Exception) -> tuple[int, int, str]:
-    """(line, col, message) without echoing the offending line, which may hold a secret.
-    Python's own parser locates errors better than libcst's tokenizer, so ask it first."""
-    try:
-        with warnings.catch_warnings():  # invalid escapes and the like are not this report's business
-            warnings.simplefilter("ignore")
-            compile(source, "<lint>", "exec", flags=ast.PyCF_ONLY_AST | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)
-    except SyntaxError as err:
-        return err.lineno or 1, err.offset or 1, err.msg
-    except (ValueError, RecursionError, MemoryError) as err:  # null bytes, absurd nesting
-        return 1, 1, str(err).splitlines()[0] if str(err) else type(err).__name__
-    if isinstance(exc, cst.ParserSyntaxError):
-        return exc.raw_line, exc.raw_column + 1, exc.message.splitlines()[0]
-    if isinstance(exc, cst.CSTValidationError):
-        return 1, 1, "libcst cannot represent this source (an identifier it does not accept)"
-    if isinstance(exc, RecursionError):
-        return 1, 1, "the code is nested too deeply to parse"
-    return 1, 1, str(exc).splitlines()[0] if str(exc) else type(exc).__name__

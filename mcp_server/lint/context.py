@@ -13,6 +13,7 @@ from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
 from mcp_server.lint.registry import get_rule
 from mcp_server.plan import Finding
+from mcp_server.pyparse import PythonSyntaxError, evaluated_value, parse_ast
 
 Edit = Callable[[cst.CSTNode], cst.CSTNode | cst.FlattenSentinel | cst.RemovalSentinel]
 
@@ -176,7 +177,7 @@ def has_star_kwargs(call: cst.Call) -> bool:
 
 def string_value(expr: cst.BaseExpression | None) -> str | None:
     if isinstance(expr, (cst.SimpleString, cst.ConcatenatedString)):
-        value = expr.evaluated_value
+        value = evaluated_value(expr)
         return value if isinstance(value, str) else None
     return None
 
@@ -186,8 +187,8 @@ def number_value(expr: cst.BaseExpression | None, module: cst.Module) -> float |
         return None
     text = module.code_for_node(expr)
     try:
-        value = _eval_number(ast.parse(text.strip(), mode="eval").body)
-    except (SyntaxError, ValueError, ZeroDivisionError, OverflowError, TypeError, RecursionError):
+        value = _eval_number(parse_ast(text.strip(), mode="eval").body)
+    except (PythonSyntaxError, ValueError, ZeroDivisionError, OverflowError, TypeError, RecursionError):
         return None
     return value
 
