@@ -1,6 +1,7 @@
 """The `mint-migrate` CLI contract: one JSON document with --json, exit 0 / 1 / 2, help that answers."""
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -53,11 +54,15 @@ def test_unreadable_input_exits_2(tmp_path):
     assert "missing.py" in json.loads(done.stdout)["error"]
 
 
-def test_help_lists_every_subcommand():
+def test_help_lists_every_subcommand_and_each_answers_its_own_help():
     done = run("--help")
     assert done.returncode == 0
-    for command in ("migrate", "scaffold", "map", "lint", "preflight", "smoke", "serve"):
-        assert command in done.stdout
+    # The command list of the help text, not the program name (which contains "migrate").
+    listed = set(re.findall(r"^    (\w+)(?: |$)", done.stdout, re.M))
+    assert listed == {"migrate", "scaffold", "map", "lint", "preflight", "smoke", "serve"}
+    for command in listed:
+        own = run(command, "--help")
+        assert own.returncode == 0 and own.stdout.startswith(f"usage: mint-migrate {command}"), command
 
 
 def test_a_concept_may_be_a_flag_of_the_source_framework():

@@ -1,6 +1,7 @@
 """The MCP server through the SDK's own in-memory Client: schemas, annotations, errors, prompt, resources."""
 
 import json
+from pathlib import Path
 
 import pytest
 from mcp import Client
@@ -29,14 +30,48 @@ async def test_lists_every_tool_with_schemas_and_annotations(client):
         assert tool.description and tool.output_schema, tool.name
         assert tool.annotations is not None and tool.annotations.read_only_hint is not None, tool.name
         assert tool.annotations.open_world_hint is not None, tool.name
-    # Annotations must be true: tools that can write a file are not read-only, the network ones are open-world.
-    assert tools["map_concept"].annotations.read_only_hint is True
-    assert tools["lint_script"].annotations.read_only_hint is True
-    assert tools["scaffold_train_py"].annotations.read_only_hint is False
-    assert tools["migrate_script"].annotations.read_only_hint is False
-    assert tools["launch_smoke_run"].annotations.idempotent_hint is False
-    assert tools["preflight_check"].annotations.open_world_hint is True
-    assert tools["map_concept"].annotations.open_world_hint is False
+
+
+def snapshot(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.anyio
+async def test_tools_marked_read_only_write_nothing_and_the_others_do(client, tmp_path):
+    """The annotations are promises a client relies on (it may skip confirmation for read-only
+    tools): every read-only tool is called with its most active arguments and the workspace must
+    be byte for byte the same; the tools that may write are the ones that do."""
+    (tmp_path / "train.py").write_text(
+        "import mint\nfrom mint import types\nsc = mint.ServiceClient()\n"
+        "tc = sc.create_lora_training_client(base_model='Qwen/Qwen3-0.6B', rank=8)\n"
+        "sampler = tc.save_weights_and_get_sampling_client('s')\n"
+        "params = types.SamplingParams(max_tokens=8, stop_token_ids=[1])\n",
+        encoding="utf-8",
+    )
+    tools = {t.name: t for t in (await client.list_tools()).tools}
+    read_only_calls = {
+        "map_concept": {"framework": "verl"},
+        "lint_script": {"path": "train.py", "fix": True},
+        "preflight_check": {"script_path": "train.py"},
+    }
+    assert {n for n, t in tools.items() if t.annotations.read_only_hint} == set(read_only_calls)
+    before = snapshot(tmp_path)
+    for name, arguments in read_only_calls.items():
+        result = await client.call_tool(name, arguments)
+        assert not result.is_error, (name, result.content)
+    assert snapshot(tmp_path) == before
+    fixed = (await client.call_tool("lint_script", read_only_calls["lint_script"])).structured_content
+    assert fixed["fixes_applied"], "the lint call above had fixes to apply, and still wrote nothing"
+
+    writes = {
+        "scaffold_train_py": {"kind": "sft", "output_path": "out/sft.py"},
+        "migrate_script": {"source_path": "train.py", "output_dir": "migrated"},
+    }
+    for name, arguments in writes.items():
+        assert tools[name].annotations.read_only_hint is False
+        result = await client.call_tool(name, arguments)
+        assert not result.is_error, (name, result.content)
+    assert {"out/sft.py", "migrated/train.py", "migrated/MIGRATION.md"} <= set(snapshot(tmp_path))
 
 
 @pytest.mark.anyio
