@@ -31,9 +31,10 @@ demo: setup
 	$(BIN)/mint-migrate lint $(DEMO_OUT)/train.py
 	$(BIN)/mint-migrate smoke $(DEMO_OUT)/train.py --steps 2
 
-# The suite runs where only loopback exists: tests never leave the machine, and the session fails
-# if anything tried (scripts/loopback-only, tests/netfence.py).
+# ruff first (seconds), then the suite where only loopback exists: tests never leave the machine,
+# and the session fails if anything tried (scripts/loopback-only, tests/netfence.py).
 test: setup inspector
+	$(BIN)/ruff check .
 	scripts/loopback-only $(BIN)/python -m pytest
 
 clean:

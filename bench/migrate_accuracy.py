@@ -65,7 +65,7 @@ def fixture_accuracy(repeat: int) -> None:
             per_key[key] += setting_json(plan, key) == expected["settings"][key]
             stated[key] += expected["settings"][key] is not None
         lines = sum(len(p.read_text().splitlines()) for p in [source, *configs])
-        ms = median_ms(lambda: analyze(source, configs), repeat)
+        ms = median_ms(lambda source=source, configs=configs: analyze(source, configs), repeat)
         rows.append((f"{case_path.parent.parent.name}/{case_path.parent.name}", lines, ms))
 
     n = len(cases)
@@ -77,7 +77,7 @@ def fixture_accuracy(repeat: int) -> None:
     print(f"  {'setting':28} {'right':>7} {'':7} (stated in N fixtures; the rest must stay null)")
     for key in SETTING_KEYS:
         print(f"  {key:28} {per_key[key]:3}/{n}  {per_key[key] / n:6.1%}  ({stated[key]})")
-    print("\nanalysis time per fixture (median of %d runs):" % repeat)
+    print(f"\nanalysis time per fixture (median of {repeat} runs):")
     print(f"  {'fixture':45} {'lines':>6} {'ms':>8}")
     for name, lines, ms in rows:
         print(f"  {name:45} {lines:6} {ms:8.1f}")

@@ -532,7 +532,7 @@ def _local_target(
     progress(0, f"starting mint-local ({model}, device {device})")
     try:
         server = local_server(model, device)
-    except Exception as exc:  # noqa: BLE001 - any launcher failure is a failed verdict
+    except Exception as exc:  # any launcher failure is a failed verdict
         raise _Finished(
             SmokeError(
                 kind="server_start",

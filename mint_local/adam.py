@@ -76,13 +76,13 @@ class AdamW:
         if any(len(m) != len(self.params) for m in (state["steps"], *moments)):
             raise ValueError(f"optimizer state holds {len(state['steps'])} parameters, this adapter has {len(self.params)}")
         for m in moments:
-            for t, p in zip(m, self.params):
+            for t, p in zip(m, self.params, strict=True):
                 if t is not None and t.shape != p.shape:
                     raise ValueError(f"optimizer moment of shape {list(t.shape)} for a parameter of shape {list(p.shape)}")
         self.steps = [int(n) for n in state["steps"]]
         # Copies: the moments are updated in place and must never be shared with the source.
-        self.exp_avg = [None if t is None else t.to(p.device, p.dtype, copy=True) for t, p in zip(state["exp_avg"], self.params)]
-        self.exp_avg_sq = [None if t is None else t.to(p.device, p.dtype, copy=True) for t, p in zip(state["exp_avg_sq"], self.params)]
+        self.exp_avg = [None if t is None else t.to(p.device, p.dtype, copy=True) for t, p in zip(state["exp_avg"], self.params, strict=True)]
+        self.exp_avg_sq = [None if t is None else t.to(p.device, p.dtype, copy=True) for t, p in zip(state["exp_avg_sq"], self.params, strict=True)]
 
 
 def _from_torch(state: dict[str, Any], n: int) -> dict[str, Any]:

@@ -13,8 +13,9 @@ import json
 import sys
 import tarfile
 import traceback
+from collections.abc import Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import Any, Awaitable, Callable
+from typing import Any
 
 from pydantic import ValidationError
 from starlette.applications import Starlette
@@ -70,7 +71,7 @@ def endpoint(fn: Handler) -> Callable[[Request], Awaitable[Response]]:
             return _error(e.message, e.status)
         except ValidationError as e:
             return _error(_validation_message(e), 400)
-        except Exception as e:  # the server outlives every request
+        except Exception as e:  # noqa: BLE001 - the server outlives every request
             traceback.print_exc(file=sys.stderr)
             # 400, not 500: tinker retries 5xx for minutes before the user sees anything.
             return _error(f"internal error while handling {request.url.path}: {type(e).__name__}: {e}", 400)

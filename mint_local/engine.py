@@ -524,7 +524,7 @@ class Engine:
         self._activate(tm.adapter)
         outputs, total = [], 0.0
         with torch.enable_grad():
-            for d, ref_logits in zip(data, reference_logits):
+            for d, ref_logits in zip(data, reference_logits, strict=True):
                 student = self.lm.full_logits(d["student"][None].to(self.device))[0]
                 n, offset = student.shape[0], ref_logits.shape[0] - student.shape[0]
                 start = max(0, -offset)  # student positions before this have no reference partner
@@ -552,7 +552,7 @@ class Engine:
             a_parts, b_parts = [], []
             shape_a = next(t[f"{module}.lora_A.weight"].shape[1] for _, t, _ in loaded if f"{module}.lora_A.weight" in t)
             shape_b = next(t[f"{module}.lora_B.weight"].shape[0] for _, t, _ in loaded if f"{module}.lora_B.weight" in t)
-            for (config, t, _), c in zip(loaded, coefficients):
+            for (config, t, _), c in zip(loaded, coefficients, strict=True):
                 r = int(config["r"])
                 scale = float(config["lora_alpha"]) / r
                 if f"{module}.lora_A.weight" in t:

@@ -18,8 +18,9 @@ import threading
 import time
 import traceback
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, TypeVar
+from typing import Any, TypeVar
 
 from .errors import UserError
 
@@ -78,7 +79,7 @@ class FutureStore:
         if not entry.done.is_set():
             try:
                 await asyncio.wait_for(entry.done.wait(), timeout)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 return {"type": "try_again", "request_id": request_id, "queue_state": "active"}
         assert entry.payload is not None
         return entry.payload
@@ -106,7 +107,7 @@ class Worker:
         def task() -> None:
             try:
                 done.set_result(fn())
-            except BaseException as e:  # handed to the caller, who decides
+            except BaseException as e:  # noqa: BLE001 - handed to the caller, who decides
                 done.set_exception(e)
 
         self._queue.put(task)
@@ -120,7 +121,7 @@ class Worker:
                 payload = job()
             except UserError as e:
                 payload = {"error": e.message, "category": "user"}
-            except Exception as e:  # the server must outlive any request
+            except Exception as e:  # noqa: BLE001 - the server must outlive any request
                 traceback.print_exc(file=sys.stderr)
                 payload = {"error": f"mint-local internal error: {type(e).__name__}: {e}", "category": "server"}
             report(payload)

@@ -15,7 +15,6 @@ from . import protocol as p
 from .errors import UserError
 from .losses import INT_INPUTS, SPECS, resolve_config
 
-
 MAX_DENSE_VALUES = 50_000_000
 
 

@@ -20,8 +20,8 @@ For the RL losses an optional `weights` input multiplies the per-token loss (a m
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import torch
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
-import torch.nn.functional as F
+import torch.nn.functional as F  # noqa: N812 - the PyTorch convention
 from torch import nn
 
 

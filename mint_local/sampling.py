@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import inspect
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol
 
 import torch
 
@@ -154,5 +155,5 @@ def prompt_logprobs(
     if topk <= 0:
         return values, None
     top = torch.topk(lp[:-1], min(topk, lp.shape[-1]), dim=-1)
-    pairs = [list(zip(i, v)) for i, v in zip(top.indices.tolist(), top.values.tolist())]
+    pairs = [list(zip(i, v, strict=True)) for i, v in zip(top.indices.tolist(), top.values.tolist(), strict=True)]
     return values, [None] + pairs

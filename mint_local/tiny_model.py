@@ -41,45 +41,7 @@ CHAT_TEMPLATE = (
 )
 
 # Words the merges are learned from: everyday English, chat roles, math and code vocabulary.
-_WORDS = """
-the of and to a in is it you that he was for on are with as I his they be at one have this
-from or had by not word but what some we can out other were all there when up use your how
-said an each she which do their time if will way about many then them write would like so
-these her long make thing see him two has look more day could go come did number sound no
-most people my over know water than call first who may down side been now find any new work
-part take get place made live where after back little only round man year came show every
-good me give our under name very through just form sentence great think say help low line
-differ turn cause much mean before move right boy old too same tell does set three want air
-well also play small end put home read hand port large spell add even land here must big
-high such follow act why ask men change went light kind off need house picture try us again
-animal point mother world near build self earth father head stand own page should country
-found answer school grow study still learn plant cover food sun four between state keep eye
-never last let thought city tree cross farm hard start might story saw far sea draw left
-late run while press close night real life few north open seem together next white children
-begin got walk example ease paper group always music those both mark often letter until mile
-river car feet care second book carry took science eat room friend began idea fish mountain
-stop once base hear horse cut sure watch color face wood main enough plain girl usual young
-ready above ever red list though feel talk bird soon body dog family direct pose leave song
-measure door product black short numeral class wind question happen complete ship area half
-rock order fire south problem piece told knew pass since top whole king space heard best hour
-better true during hundred five remember step early hold west ground interest reach fast verb
-sing listen six table travel less morning ten simple several vowel toward war lay against
-pattern slow center love person money serve appear road map rain rule govern pull cold notice
-voice unit power town fine certain fly fall lead cry dark machine note wait plan figure star
-box noun field rest correct able pound done beauty drive stood contain front teach week final
-gave green oh quick develop ocean warm free minute strong special mind behind clear tail
-produce fact street inch multiply nothing course stay wheel full force blue object decide
-surface deep moon island foot system busy test record boat common gold possible plane stead
-dry wonder laugh thousand ago ran check game shape equate hot miss brought heat snow tire
-bring yes distant fill east paint language among user assistant message content role please
-thank thanks hello hi sorry okay sum total plus minus times divided equals result solve
-calculate compute value answer math problem apples oranges dollars cents each cost costs
-price bought sold left many much more less twice half double triple percent per hour hours
-minutes days weeks months years old older younger age ages student students teacher class
-train training model models learning rate loss step steps data dataset batch token tokens
-prompt response reward policy sample samples function return print import def class self
-true false none list dict string number integer float python code output input error file
-""".split()
+_WORDS = ["the", "of", "and", "to", "a", "in", "is", "it", "you", "that", "he", "was", "for", "on", "are", "with", "as", "I", "his", "they", "be", "at", "one", "have", "this", "from", "or", "had", "by", "not", "word", "but", "what", "some", "we", "can", "out", "other", "were", "all", "there", "when", "up", "use", "your", "how", "said", "an", "each", "she", "which", "do", "their", "time", "if", "will", "way", "about", "many", "then", "them", "write", "would", "like", "so", "these", "her", "long", "make", "thing", "see", "him", "two", "has", "look", "more", "day", "could", "go", "come", "did", "number", "sound", "no", "most", "people", "my", "over", "know", "water", "than", "call", "first", "who", "may", "down", "side", "been", "now", "find", "any", "new", "work", "part", "take", "get", "place", "made", "live", "where", "after", "back", "little", "only", "round", "man", "year", "came", "show", "every", "good", "me", "give", "our", "under", "name", "very", "through", "just", "form", "sentence", "great", "think", "say", "help", "low", "line", "differ", "turn", "cause", "much", "mean", "before", "move", "right", "boy", "old", "too", "same", "tell", "does", "set", "three", "want", "air", "well", "also", "play", "small", "end", "put", "home", "read", "hand", "port", "large", "spell", "add", "even", "land", "here", "must", "big", "high", "such", "follow", "act", "why", "ask", "men", "change", "went", "light", "kind", "off", "need", "house", "picture", "try", "us", "again", "animal", "point", "mother", "world", "near", "build", "self", "earth", "father", "head", "stand", "own", "page", "should", "country", "found", "answer", "school", "grow", "study", "still", "learn", "plant", "cover", "food", "sun", "four", "between", "state", "keep", "eye", "never", "last", "let", "thought", "city", "tree", "cross", "farm", "hard", "start", "might", "story", "saw", "far", "sea", "draw", "left", "late", "run", "while", "press", "close", "night", "real", "life", "few", "north", "open", "seem", "together", "next", "white", "children", "begin", "got", "walk", "example", "ease", "paper", "group", "always", "music", "those", "both", "mark", "often", "letter", "until", "mile", "river", "car", "feet", "care", "second", "book", "carry", "took", "science", "eat", "room", "friend", "began", "idea", "fish", "mountain", "stop", "once", "base", "hear", "horse", "cut", "sure", "watch", "color", "face", "wood", "main", "enough", "plain", "girl", "usual", "young", "ready", "above", "ever", "red", "list", "though", "feel", "talk", "bird", "soon", "body", "dog", "family", "direct", "pose", "leave", "song", "measure", "door", "product", "black", "short", "numeral", "class", "wind", "question", "happen", "complete", "ship", "area", "half", "rock", "order", "fire", "south", "problem", "piece", "told", "knew", "pass", "since", "top", "whole", "king", "space", "heard", "best", "hour", "better", "true", "during", "hundred", "five", "remember", "step", "early", "hold", "west", "ground", "interest", "reach", "fast", "verb", "sing", "listen", "six", "table", "travel", "less", "morning", "ten", "simple", "several", "vowel", "toward", "war", "lay", "against", "pattern", "slow", "center", "love", "person", "money", "serve", "appear", "road", "map", "rain", "rule", "govern", "pull", "cold", "notice", "voice", "unit", "power", "town", "fine", "certain", "fly", "fall", "lead", "cry", "dark", "machine", "note", "wait", "plan", "figure", "star", "box", "noun", "field", "rest", "correct", "able", "pound", "done", "beauty", "drive", "stood", "contain", "front", "teach", "week", "final", "gave", "green", "oh", "quick", "develop", "ocean", "warm", "free", "minute", "strong", "special", "mind", "behind", "clear", "tail", "produce", "fact", "street", "inch", "multiply", "nothing", "course", "stay", "wheel", "full", "force", "blue", "object", "decide", "surface", "deep", "moon", "island", "foot", "system", "busy", "test", "record", "boat", "common", "gold", "possible", "plane", "stead", "dry", "wonder", "laugh", "thousand", "ago", "ran", "check", "game", "shape", "equate", "hot", "miss", "brought", "heat", "snow", "tire", "bring", "yes", "distant", "fill", "east", "paint", "language", "among", "user", "assistant", "message", "content", "role", "please", "thank", "thanks", "hello", "hi", "sorry", "okay", "sum", "total", "plus", "minus", "times", "divided", "equals", "result", "solve", "calculate", "compute", "value", "answer", "math", "problem", "apples", "oranges", "dollars", "cents", "each", "cost", "costs", "price", "bought", "sold", "left", "many", "much", "more", "less", "twice", "half", "double", "triple", "percent", "per", "hour", "hours", "minutes", "days", "weeks", "months", "years", "old", "older", "younger", "age", "ages", "student", "students", "teacher", "class", "train", "training", "model", "models", "learning", "rate", "loss", "step", "steps", "data", "dataset", "batch", "token", "tokens", "prompt", "response", "reward", "policy", "sample", "samples", "function", "return", "print", "import", "def", "class", "self", "true", "false", "none", "list", "dict", "string", "number", "integer", "float", "python", "code", "output", "input", "error", "file"]
 
 
 @dataclass(frozen=True)
@@ -239,7 +201,7 @@ def _bytes_to_unicode() -> dict[int, str]:
             printable.append(b)
             chars.append(256 + extra)
             extra += 1
-    return dict(zip(printable, (chr(c) for c in chars)))
+    return dict(zip(printable, (chr(c) for c in chars), strict=True))
 
 
 def _word_frequencies() -> Counter[str]:
@@ -276,7 +238,7 @@ def _learn_merges(counts: Counter[str], num_merges: int) -> list[tuple[str, str]
     pair_counts: Counter[tuple[str, str]] = Counter()
     where: dict[tuple[str, str], set[int]] = {}
     for idx, symbols in enumerate(words):
-        for pair in zip(symbols, symbols[1:]):
+        for pair in zip(symbols, symbols[1:], strict=False):
             pair_counts[pair] += freqs[idx]
             where.setdefault(pair, set()).add(idx)
     heap = [(-count, pair) for pair, count in pair_counts.items()]
@@ -295,7 +257,7 @@ def _learn_merges(counts: Counter[str], num_merges: int) -> list[tuple[str, str]
         touched: set[tuple[str, str]] = set()
         for idx in sorted(where.pop(best, ())):
             symbols, freq = words[idx], freqs[idx]
-            for pair in zip(symbols, symbols[1:]):
+            for pair in zip(symbols, symbols[1:], strict=False):
                 pair_counts[pair] -= freq
                 touched.add(pair)
             i, out = 0, []
@@ -307,7 +269,7 @@ def _learn_merges(counts: Counter[str], num_merges: int) -> list[tuple[str, str]
                     out.append(symbols[i])
                     i += 1
             words[idx] = out
-            for pair in zip(out, out[1:]):
+            for pair in zip(out, out[1:], strict=False):
                 pair_counts[pair] += freq
                 where.setdefault(pair, set()).add(idx)
                 touched.add(pair)

@@ -12,8 +12,8 @@ can regenerate it and fail on any difference.
 """
 
 from __future__ import annotations
-
 import __future__
+
 import argparse
 import ast
 import dataclasses
@@ -317,8 +317,8 @@ def _value_line(name: str, obj: object) -> str:
 def generate() -> str:
     import importlib
 
-    import mint  # noqa: F401 - applies the MinT patches and defines the namespaces
-    import mint.mint  # noqa: F401
+    import mint
+    import mint.mint
     import tinker
 
     out = [

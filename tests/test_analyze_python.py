@@ -1,6 +1,7 @@
 """Python sources through libcst: constants, argparse, dataclasses, HfArgumentParser, YAML reads, lines."""
 
 import textwrap
+from pathlib import Path
 
 import libcst as cst
 import pytest
@@ -181,7 +182,7 @@ def test_start_lines_match_libcst_position_provider():
     """lines.py computes start lines in one cheap pass; they must equal PositionProvider's."""
     import mcp_server.analyze.pysource as module
 
-    code = open(module.__file__, encoding="utf-8").read()
+    code = Path(module.__file__).read_text(encoding="utf-8")
     tree = cst.parse_module(code)
     mine = node_lines(tree)
     positions = MetadataWrapper(tree, unsafe_skip_copy=True).resolve(PositionProvider)

@@ -11,10 +11,10 @@ import asyncio
 import os
 
 import pytest
+from test_docs_sdk_usage import ROOT, markdown_blocks
 
 from mint_local.launcher import LocalServer
 from mint_local.testing import TEST_API_KEY
-from test_docs_sdk_usage import ROOT, markdown_blocks
 
 pytestmark = pytest.mark.slow
 

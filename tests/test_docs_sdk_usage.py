@@ -39,12 +39,11 @@ import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import pytest
-import yaml
-
 import mint
 import mint.mint
+import pytest
 import tinker
+import yaml
 from tinker._client import AsyncTinker
 from tinker.lib.public_interfaces.rest_client import RestClient
 
@@ -375,9 +374,7 @@ class Checker:
                     self.env[h.name] = NONE
                 self.block(h.body)
             self.block(node.orelse + node.finalbody)
-        elif isinstance(node, ast.Return) and node.value is not None:
-            self.expr(node.value)
-        elif isinstance(node, ast.Expr):
+        elif isinstance(node, ast.Return) and node.value is not None or isinstance(node, ast.Expr):
             self.expr(node.value)
         else:
             for child in ast.iter_child_nodes(node):
@@ -655,7 +652,7 @@ class Checker:
             return
         # String literals passed to Literal parameters must be among the allowed values.
         globalns = _module_of(fn)
-        values = dict(zip([p.name for p in params], node.args)) | {k.arg: k.value for k in node.keywords if k.arg}
+        values = dict(zip([p.name for p in params], node.args, strict=False)) | {k.arg: k.value for k in node.keywords if k.arg}
         for name in bound.arguments:
             arg = values.get(name)
             if isinstance(arg, ast.Constant) and isinstance(arg.value, str):

@@ -132,7 +132,7 @@ def test_sdk_shows_clear_errors_for_bad_training_input(sc, mint_local_server, to
         ),
         (
             lambda: tc.forward_backward([ce_datum(tokens, [1.0] * (n - 2))], "cross_entropy"),
-            "has shape \\[%d\\]" % (n - 2),
+            f"has shape \\[{n - 2}\\]",
         ),
         (
             lambda: tc.forward_backward(

@@ -134,13 +134,13 @@ def test_adamw_matches_torch_adamw_step_for_step():
         grads = [torch.randn_like(t) for t in start]
         skip = 1 if n == 2 else None  # a parameter without a gradient keeps its step count
         for params in (ours, theirs):
-            for i, (p, g) in enumerate(zip(params, grads)):
+            for i, (p, g) in enumerate(zip(params, grads, strict=True)):
                 p.grad = None if i == skip else g.clone()
         for group in ref.param_groups:
             group.update(lr=s.learning_rate, betas=(s.beta1, s.beta2), eps=s.eps, weight_decay=s.weight_decay)
         opt.step(s)
         ref.step()
-        for a, b in zip(ours, theirs):
+        for a, b in zip(ours, theirs, strict=True):
             assert torch.allclose(a, b, rtol=1e-6, atol=1e-7), n
     assert opt.steps == [6, 5]
     # Optimizer state written by torch (earlier mint-local checkpoints) continues identically.
@@ -148,12 +148,12 @@ def test_adamw_matches_torch_adamw_step_for_step():
     resumed.load_state_dict(ref.state_dict())
     grads = [torch.randn_like(t) for t in start]
     for params in (resumed.params, theirs):
-        for p, g in zip(params, grads):
+        for p, g in zip(params, grads, strict=True):
             p.grad = g.clone()
     resumed.step(schedule[0])
     ref.param_groups[0].update(lr=1e-2, betas=(0.9, 0.95), eps=1e-8, weight_decay=0.1)
     ref.step()
-    assert all(torch.allclose(a, b, rtol=1e-6, atol=1e-7) for a, b in zip(resumed.params, theirs))
+    assert all(torch.allclose(a, b, rtol=1e-6, atol=1e-7) for a, b in zip(resumed.params, theirs, strict=True))
     with pytest.raises(ValueError, match="holds 2 parameters, this adapter has 1"):
         AdamW([ours[0]]).load_state_dict(opt.state_dict())
 

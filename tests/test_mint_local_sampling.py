@@ -79,7 +79,7 @@ def test_temperature_top_k_top_p(trained):
     # Logprobs follow the temperature-scaled distribution: at T=0.5 the argmax token is likelier.
     hot = sampler.sample(prompt=prompt, num_samples=1, sampling_params=params(temperature=0.5, top_k=1)).result()
     assert hot.sequences[0].tokens == greedy.sequences[0].tokens
-    assert all(h >= g - 1e-6 for h, g in zip(hot.sequences[0].logprobs, greedy.sequences[0].logprobs))
+    assert all(h >= g - 1e-6 for h, g in zip(hot.sequences[0].logprobs, greedy.sequences[0].logprobs, strict=True))
 
 
 def test_stop_token_ids_and_strings(trained):

@@ -16,14 +16,14 @@ from mcp import Client
 
 from mcp_server.cli import main
 from mcp_server.preflight import (
+    MAX_COOKBOOK,
+    _package_dir,
+    _version_tuple,
     cached_tokenizer_dir,
     holder_builds_api_key_provider,
     run_preflight,
     script_base_model,
     toolkit_replaces_api_key_provider,
-    _package_dir,
-    _version_tuple,
-    MAX_COOKBOOK,
 )
 from mcp_server.server import create_server
 
@@ -251,7 +251,7 @@ class _NoJwtEndpoint(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
-    def do_GET(self):  # noqa: N802
+    def do_GET(self):
         if self.path == "/api/v1/healthz":
             self._json({"status": "ok"})
         elif self.path == "/api/v1/get_server_capabilities":
@@ -259,7 +259,7 @@ class _NoJwtEndpoint(BaseHTTPRequestHandler):
         else:
             self.send_error(404)
 
-    def do_POST(self):  # noqa: N802
+    def do_POST(self):
         self.rfile.read(int(self.headers.get("Content-Length") or 0))
         if self.path == "/api/v1/client/config":
             self._json({})

@@ -172,7 +172,8 @@ def migrate(
     source_path: Path, config_paths: list[Path], *, output_dir: str | None, workspace: Path, overwrite: bool
 ) -> MigrationResult:
     """Plan the migration; with `output_dir`, also write DIR/train.py and DIR/MIGRATION.md (inside the workspace)."""
-    from mcp_server import report, workspace as ws
+    from mcp_server import report
+    from mcp_server import workspace as ws
     from mcp_server.render import render_plan
 
     plan, ev = _analyze(Path(source_path), [Path(p) for p in config_paths])

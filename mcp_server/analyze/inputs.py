@@ -43,7 +43,7 @@ class InputFile:
     def is_infra_config(self) -> bool:
         """An accelerate / DeepSpeed config: cluster settings, not training settings."""
         return self.yaml is not None and any(
-            k.split(".")[0] in _INFRA_KEYS or k in _INFRA_KEYS for k in self.yaml.keys()
+            k.split(".")[0] in _INFRA_KEYS or k in _INFRA_KEYS for k in self.yaml.keys()  # noqa: SIM118 - YamlConfig, not a dict
         )
 
 

@@ -44,7 +44,7 @@ try:
             self.tokens.append(value)
             self.line += value.count("\n")
 
-        def record_syntactic_position(self, node, *, start_node=None, end_node=None):  # noqa: ANN001
+        def record_syntactic_position(self, node, *, start_node=None, end_node=None):
             return _Start(self, node, start_node)
 
 except ImportError:  # pragma: no cover - only if libcst reorganises its internals

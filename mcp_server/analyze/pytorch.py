@@ -12,15 +12,15 @@ import libcst as cst
 from mcp_server.analyze.evidence import Evidence, Value
 from mcp_server.analyze.inputs import Project
 from mcp_server.analyze.pycommon import (
+    TEACHER_FLAG,
     dataset_calls,
     dataset_id,
     infra_imports,
     lora_from_peft,
     model_id,
-    TEACHER_FLAG,
     model_loaders,
-    teacher_warning,
     optimizer_lr,
+    teacher_warning,
     trained_model_call,
 )
 from mcp_server.analyze.pysource import PySource, dotted_name
@@ -94,7 +94,7 @@ def _settings(src: PySource, ev: Evidence) -> None:
         break
     for call in src.calls_named("LoraConfig"):
         lora_from_peft(call, ev)
-    for target, iterator, scope, loc in src.loops:
+    for target, iterator, scope, _loc in src.loops:
         if not (isinstance(iterator, cst.Call) and dotted_name(iterator.func) == "range" and iterator.args):
             continue
         bound = src.evaluate(iterator.args[-1].value if len(iterator.args) == 1 else iterator.args[1].value, scope)
@@ -104,7 +104,7 @@ def _settings(src: PySource, ev: Evidence) -> None:
             ev.setting("num_epochs", bound)
         elif any(w in target.lower() for w in _STEP_WORDS):
             ev.setting("max_steps", bound)
-    for left, right, scope, loc in src.divisions:
+    for left, right, scope, _loc in src.divisions:
         name = dotted_name(right) or ""
         if "accum" in name.lower() and _is_loss(left):
             ev.setting("gradient_accumulation_steps", src.evaluate(right, scope))

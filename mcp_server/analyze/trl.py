@@ -14,13 +14,13 @@ import libcst as cst
 from mcp_server.analyze.evidence import Evidence, Level, Loc, Value
 from mcp_server.analyze.inputs import InputFile, Project, command_flags
 from mcp_server.analyze.pycommon import (
+    TEACHER_FLAG,
     dataset_calls,
     dataset_id,
     function_names,
     infra_imports,
     lora_from_peft,
     model_id,
-    TEACHER_FLAG,
     server_side,
     teacher_warning,
 )
