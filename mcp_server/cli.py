@@ -7,27 +7,33 @@ check, 2 bad usage or unreadable input. Heavy imports happen inside the subcomma
 import argparse
 import json
 import os
+import signal
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from mcp_server import __version__
 from mcp_server.errors import MintMigrateError
+from mcp_server.params import add_flags, values_from_flags
 from mcp_server.render import ScaffoldOptions
+from mcp_server.workspace import ANYWHERE, user_path
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 
-# The workspace fence keeps an agent's writes inside the folder it was given; a person at a shell
-# names the output path themselves, so the CLI writes wherever --out says (never over a file
-# without --force).
-_ANYWHERE = Path(os.sep)
+# The workspace fence keeps an agent's reads, runs and writes inside the folder it was given; a
+# person at a shell names the paths themselves, so the CLI goes wherever they say (and never over a
+# file without --force).
+_ANYWHERE = ANYWHERE
+
+# ScaffoldOptions fields that are not flags: the header is what a migration writes at the top.
+SCAFFOLD_INTERNAL = ("header",)
 
 
 def _absolute(path: str | None) -> str | None:
-    """A shell path is relative to the cwd, not to the workspace root."""
-    return str(Path(path).resolve()) if path else None
+    """A shell path is relative to the cwd, not to the workspace root; `~` is expanded."""
+    return str(user_path(path).resolve()) if path else None
 
 
 class _Parser(argparse.ArgumentParser):
@@ -72,26 +78,14 @@ def _indent(text: str) -> str:
 
 # --- scaffold ----------------------------------------------------------------------------------
 
-# ScaffoldOptions fields offered as flags: each sets the default of the script's own flag.
-SCAFFOLD_TUNING: dict[str, type] = {
-    "learning_rate": float,
-    "lora_rank": int,
-    "steps": int,
-    "batch_size": int,
-    "group_size": int,
-    "groups_per_batch": int,
-    "max_tokens": int,
-    "max_length": int,
-    "temperature": float,
-    "beta": float,
-}
-
-
 def _cmd_scaffold(args: argparse.Namespace) -> int:
     from mcp_server.render import scaffold
 
-    tuning = {name: getattr(args, name) for name in SCAFFOLD_TUNING}
-    options = ScaffoldOptions(kind=args.kind, base_model=args.base_model, loss_fn=args.loss_fn, **tuning)
+    try:
+        options = ScaffoldOptions(**values_from_flags(args, ScaffoldOptions, exclude=SCAFFOLD_INTERNAL))
+    except ValidationError as exc:
+        problems = "; ".join(f"--{'.'.join(map(str, e['loc'])).replace('_', '-')}: {e['msg']}" for e in exc.errors())
+        raise MintMigrateError(f"bad scaffold option: {problems}") from None
     result = scaffold(options, output_path=_absolute(args.out), workspace=_ANYWHERE, overwrite=args.force)
 
     def human() -> str:
@@ -110,8 +104,8 @@ def _cmd_migrate(args: argparse.Namespace) -> int:
     from mcp_server.analyze import migrate
 
     result = migrate(
-        Path(args.source),
-        [Path(p) for p in args.config],
+        user_path(args.source),
+        [user_path(p) for p in args.config],
         output_dir=_absolute(args.out),
         workspace=_ANYWHERE,
         overwrite=args.force,
@@ -143,7 +137,7 @@ def _cmd_migrate(args: argparse.Namespace) -> int:
 def _cmd_lint(args: argparse.Namespace) -> int:
     from mcp_server.lint import lint_path
 
-    path = Path(args.path)
+    path = user_path(args.path)
     report = lint_path(path, fix=args.fix)
     if args.fix and report.fixed_source is not None and report.fixes_applied:
         path.write_text(report.fixed_source, encoding="utf-8")
@@ -177,7 +171,7 @@ def _cmd_lint(args: argparse.Namespace) -> int:
 def _cmd_preflight(args: argparse.Namespace) -> int:
     from mcp_server.preflight import run_preflight
 
-    report = run_preflight(Path(args.path) if args.path else None)
+    report = run_preflight(user_path(args.path) if args.path else None)
 
     def human() -> str:
         marks = {"ok": "ok  ", "warn": "WARN", "fail": "FAIL"}
@@ -197,28 +191,35 @@ def _cmd_preflight(args: argparse.Namespace) -> int:
 
 
 def _cmd_smoke(args: argparse.Namespace) -> int:
-    from mcp_server.smoke import SmokeProgress, run_smoke
+    from mcp_server.smoke import SmokeInterrupted, SmokeProgress, format_verdict, run_smoke
 
     def progress(p: SmokeProgress) -> None:
         print(f"[{p.step}/{p.total}] {p.message}", file=sys.stderr, flush=True)
 
-    verdict = run_smoke(
-        Path(args.path),
-        target=args.target,
-        steps=args.steps,
-        timeout_s=args.timeout,
-        on_progress=progress,
-        model=args.model,
-        device=args.device,
-    )
+    received: list[int] = []
 
-    def human() -> str:
-        from mcp_server.smoke import format_verdict
+    def terminated(signum: int, _frame) -> None:  # SIGTERM/SIGHUP: stop the run as Ctrl-C does
+        received.append(signum)
+        raise KeyboardInterrupt
 
-        return format_verdict(verdict)
-
-    _emit(verdict, args.json, human)
-    return EXIT_OK if verdict.passed else EXIT_FINDINGS
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, terminated)
+    try:
+        verdict = run_smoke(
+            user_path(args.path),
+            target=args.target,
+            steps=args.steps,
+            timeout_s=args.timeout,
+            on_progress=progress,
+            model=args.model,
+            device=args.device,
+        )
+        code = EXIT_OK if verdict.passed else EXIT_FINDINGS
+    except SmokeInterrupted as stop:  # the script and everything it started are gone already
+        verdict = stop.verdict
+        code = 128 + (received[0] if received else signal.SIGINT)
+    _emit(verdict, args.json, lambda: format_verdict(verdict))
+    return code
 
 
 # --- serve -------------------------------------------------------------------------------------
@@ -226,11 +227,24 @@ def _cmd_smoke(args: argparse.Namespace) -> int:
 
 def _cmd_serve(args: argparse.Namespace) -> int:
     from mcp_server.server import create_server
+    from mint_local.process import stop_all
 
-    workspace = Path(args.workspace) if args.workspace else Path.cwd()
+    workspace = user_path(args.workspace) if args.workspace else Path.cwd()
     if not workspace.is_dir():
         raise MintMigrateError(f"--workspace {workspace} is not a directory.")
-    create_server(workspace).run()
+
+    def terminated(signum: int, _frame) -> None:
+        # Smoke runs and the mint-local servers they started end with the server.
+        stop_all()
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, terminated)
+    try:
+        create_server(workspace).run()  # returns when the client goes away (stdin closes)
+    finally:
+        stop_all()  # before interpreter shutdown, which would wait for a tool's worker thread
     return EXIT_OK
 
 
@@ -253,12 +267,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(run=_cmd_map)
 
     p = sub.add_parser("scaffold", help="write a runnable MinT train.py for a training kind")
-    p.add_argument("kind", choices=["sft", "grpo", "dpo", "distill"])
-    p.add_argument("--base-model", help="default --base-model of the script")
-    p.add_argument("--loss-fn", choices=["importance_sampling", "ppo", "cispo", "dro"], help="grpo loss")
-    for name, kind in SCAFFOLD_TUNING.items():
-        flag = "--" + name.replace("_", "-")
-        p.add_argument(flag, type=kind, help=ScaffoldOptions.model_fields[name].description)
+    add_flags(p, ScaffoldOptions, exclude=SCAFFOLD_INTERNAL)  # the same arguments as the MCP tool
     p.add_argument("--out", help="write here instead of printing")
     p.add_argument("--force", action="store_true", help="overwrite --out if it exists")
     json_flag(p)
@@ -325,6 +334,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         code = _fail(args, str(exc))
     except (FileNotFoundError, IsADirectoryError, PermissionError) as exc:
         code = _fail(args, f"cannot read {exc.filename}: {exc.strerror}")
+    except KeyboardInterrupt:  # Ctrl-C outside a smoke run: no traceback, the shell's exit code
+        print("mint-migrate: interrupted", file=sys.stderr)
+        code = 128 + signal.SIGINT
     except BrokenPipeError:
         # `mint-migrate map verl | head`: the reader left; exit quietly as Unix tools do.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

@@ -10,11 +10,8 @@ key is never shown: only its prefix and last four characters.
 import ast
 import importlib.metadata
 import importlib.util
-import ipaddress
 import os
-import socket
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import Literal
@@ -24,6 +21,8 @@ import httpx
 import libcst as cst
 from pydantic import BaseModel, Field
 
+from mcp_server.dotenv import setting
+from mcp_server.endpoint import Endpoint, display_url, is_loopback
 from mcp_server.lint.context import build_context, mask_secret, string_value
 from mcp_server.pyparse import PythonSyntaxError, parse_ast, parse_module
 
@@ -32,7 +31,6 @@ PINNED_TINKER = "0.22.0"
 PINNED_TOOLKIT = "0.2.0"
 MAX_COOKBOOK = (0, 4, 1)
 HTTP_TIMEOUT = httpx.Timeout(3.0, connect=2.0)
-DNS_TIMEOUT_S = 2.0
 # Models MinT's own material names (mint-cookbook cheatsheet §11, mindlab-toolkit TESTING.md);
 # used only when the endpoint cannot be asked. get_server_capabilities is the authority.
 DOCUMENTED_MODELS = (
@@ -78,8 +76,8 @@ def run_preflight(script_path: Path | None = None) -> PreflightReport:
         if not script_path.is_file():
             raise FileNotFoundError(2, "No such file", str(script_path))
     checks: list[PreflightCheck] = [_python(), _toolkit(), _tinker(), _cookbook()]
-    base_url, url_check = _base_url()
-    key, key_check = _api_key()
+    base_url, url_check = _base_url(script_path)
+    key, key_check = _api_key(script_path)
     checks += [url_check, key_check]
 
     endpoint = _Endpoint(base_url, key) if base_url and url_check.status != "fail" else None
@@ -102,7 +100,7 @@ def run_preflight(script_path: Path | None = None) -> PreflightReport:
     return PreflightReport(
         ok=all(c.status != "fail" for c in checks),
         checks=checks,
-        base_url=_display_url(base_url) if base_url else None,
+        base_url=display_url(base_url) if base_url else None,
         base_model=model,
         supported_models=capabilities,
     )
@@ -299,20 +297,15 @@ def _sk_key_bug(key: str | None, endpoint: "_Endpoint | None") -> PreflightCheck
 # --- environment --------------------------------------------------------------------------
 
 
-def _display_url(url: str) -> str:
-    """The URL without any user:password part."""
-    parts = urlsplit(url)
-    if parts.username or parts.password:
-        netloc = parts.hostname or ""
-        if parts.port:
-            netloc += f":{parts.port}"
-        return parts._replace(netloc=netloc).geturl()
-    return url
+def _from(where: str | None) -> str:
+    """Where a setting came from, when that was a .env file (the script reads it too)."""
+    return f" (from {where})" if where and where != "environment" else ""
 
 
-def _base_url() -> tuple[str | None, PreflightCheck]:
+def _base_url(script: Path | None = None) -> tuple[str | None, PreflightCheck]:
     name = "MINT_BASE_URL"
-    value = os.environ.get("MINT_BASE_URL", "").strip()
+    value, where = setting("MINT_BASE_URL", script)
+    value = (value or "").strip()
     if not value:
         hint = " (TINKER_BASE_URL is set, but import mint overwrites it with its default)" if os.environ.get(
             "TINKER_BASE_URL"
@@ -327,21 +320,21 @@ def _base_url() -> tuple[str | None, PreflightCheck]:
     if parts.scheme not in ("http", "https") or not parts.hostname:
         return None, PreflightCheck(
             name=name, status="fail",
-            message=f"MINT_BASE_URL={_display_url(value)!r} is not an http(s) URL.",
+            message=f"MINT_BASE_URL={display_url(value)!r} is not an http(s) URL.",
             fix="export MINT_BASE_URL=https://HOST[:PORT]  (the service root, without /api/v1)",
         )
     if parts.path.rstrip("/").endswith("/api/v1"):
         return value, PreflightCheck(
             name=name, status="warn",
-            message=f"MINT_BASE_URL={_display_url(value)} ends in /api/v1; the SDK appends /api/v1 itself.",
-            fix=f"export MINT_BASE_URL={_display_url(value).rstrip('/')[: -len('/api/v1')]}",
+            message=f"MINT_BASE_URL={display_url(value)} ends in /api/v1; the SDK appends /api/v1 itself.",
+            fix=f"export MINT_BASE_URL={display_url(value).rstrip('/')[: -len('/api/v1')]}",
         )
-    return value, PreflightCheck(name=name, status="ok", message=f"MINT_BASE_URL={_display_url(value)}")
+    return value, PreflightCheck(name=name, status="ok", message=f"MINT_BASE_URL={display_url(value)}{_from(where)}")
 
 
-def _api_key() -> tuple[str | None, PreflightCheck]:
+def _api_key(script: Path | None = None) -> tuple[str | None, PreflightCheck]:
     name = "MINT_API_KEY"
-    key = os.environ.get("MINT_API_KEY")
+    key, where = setting("MINT_API_KEY", script)
     if key is None or not key.strip():
         hint = " (TINKER_API_KEY is set, but MinT reads MINT_API_KEY)" if os.environ.get("TINKER_API_KEY") else ""
         return None, PreflightCheck(
@@ -353,7 +346,7 @@ def _api_key() -> tuple[str | None, PreflightCheck]:
     key = key.strip()
     shown = mask_secret(key)
     if key.startswith("sk-"):
-        return key, PreflightCheck(name=name, status="ok", message=f"MINT_API_KEY is set ({shown}).")
+        return key, PreflightCheck(name=name, status="ok", message=f"MINT_API_KEY is set ({shown}){_from(where)}.")
     if key.startswith("tml-"):
         return key, PreflightCheck(
             name=name, status="warn",
@@ -380,79 +373,23 @@ def _not_checked(name: str, base_url: str | None, health_failed: bool = False) -
     )
 
 
-def _resolves(host: str, port: int) -> str | None:
-    """None when `host` resolves within DNS_TIMEOUT_S, else why not. getaddrinfo has no timeout
-    of its own, so it runs in a daemon thread that is abandoned if it hangs."""
-    try:
-        ipaddress.ip_address(host.strip("[]"))
-        return None
-    except ValueError:
-        pass
-    outcome: dict[str, str | None] = {}
-
-    def lookup() -> None:
-        try:
-            socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-            outcome["error"] = None
-        except OSError as exc:
-            outcome["error"] = f"cannot resolve {host} ({exc.strerror or exc})"
-
-    thread = threading.Thread(target=lookup, daemon=True)
-    thread.start()
-    thread.join(DNS_TIMEOUT_S)
-    if thread.is_alive():
-        return f"resolving {host} took over {DNS_TIMEOUT_S:g} s (offline?)"
-    return outcome.get("error")
-
-
-def _is_loopback(url: str | None) -> bool:
-    if not url:
-        return False
-    host = urlsplit(url).hostname or ""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-class _Endpoint:
-    """Plain HTTP to the MinT API with the SDK's routes and header, bounded timeouts."""
+class _Endpoint(Endpoint):
+    """The endpoint checks of preflight, over the shared Endpoint (bounded timeouts, no key shown)."""
 
     def __init__(self, base_url: str, key: str | None) -> None:
-        self.root = base_url.rstrip("/")
-        self.shown = _display_url(self.root)
-        self.headers = {"X-API-Key": key} if key else {}
-        parts = urlsplit(base_url)
-        self.host = parts.hostname or ""
-        self.port = parts.port or (443 if parts.scheme == "https" else 80)
-
-    def _request(self, method: str, route: str, **kwargs) -> httpx.Response:
-        with httpx.Client(timeout=HTTP_TIMEOUT, headers=self.headers, follow_redirects=False) as client:
-            return client.request(method, f"{self.root}{route}", **kwargs)
-
-    def _unreachable(self, exc: Exception) -> str:
-        if isinstance(exc, httpx.ConnectError):
-            reason = str(exc) or "connection failed"
-            if "refused" in reason.lower() or "errno 111" in reason.lower():
-                return f"nothing is listening at {self.host}:{self.port} (connection refused)"
-            return f"cannot connect to {self.host}:{self.port} ({reason})"
-        if isinstance(exc, httpx.TimeoutException):
-            return f"no answer from {self.host}:{self.port} within {HTTP_TIMEOUT.read:g} s"
-        return f"{type(exc).__name__}: {exc}"
+        super().__init__(base_url, key, timeout=HTTP_TIMEOUT)
 
     def health(self) -> PreflightCheck:
         name = "endpoint-health"
-        problem = _resolves(self.host, self.port)
+        problem = self.resolves()
         if problem:
             return PreflightCheck(name=name, status="fail", message=f"{self.shown}: {problem}.",
                                   fix="Check MINT_BASE_URL and the network (VPN, proxy); offline, use mint-local serve.")
         started = time.perf_counter()
         try:
-            response = self._request("GET", "/api/v1/healthz")
+            response = self.request("GET", "/api/v1/healthz")
         except httpx.HTTPError as exc:
-            return PreflightCheck(name=name, status="fail", message=f"{self.shown}: {self._unreachable(exc)}.",
+            return PreflightCheck(name=name, status="fail", message=f"{self.shown}: {self.unreachable(exc)}.",
                                   fix="Start the server or fix MINT_BASE_URL (for an offline run: mint-local serve).")
         ms = (time.perf_counter() - started) * 1000
         if response.status_code == 200:
@@ -466,9 +403,9 @@ class _Endpoint:
     def capabilities(self) -> tuple[PreflightCheck, list[str] | None]:
         name = "endpoint-capabilities"
         try:
-            response = self._request("GET", "/api/v1/get_server_capabilities")
+            response = self.request("GET", "/api/v1/get_server_capabilities")
         except httpx.HTTPError as exc:
-            return PreflightCheck(name=name, status="fail", message=f"{self.shown}: {self._unreachable(exc)}."), None
+            return PreflightCheck(name=name, status="fail", message=f"{self.shown}: {self.unreachable(exc)}."), None
         if response.status_code in (401, 403):
             return PreflightCheck(
                 name=name, status="fail",
@@ -494,13 +431,8 @@ class _Endpoint:
 
     def jwt_auth_enabled(self) -> bool | None:
         """What /api/v1/client/config says about JWT auth (the SDK's default is False)."""
-        try:
-            response = self._request("POST", "/api/v1/client/config", json={"sdk_version": PINNED_TINKER})
-            if response.status_code != 200:
-                return None
-            return bool(response.json().get("pjwt_auth_enabled", False))
-        except (httpx.HTTPError, ValueError, AttributeError):
-            return None
+        answer = self.probe()
+        return None if answer.problem else bool(answer.config.get("pjwt_auth_enabled", False))
 
 
 # --- the script ---------------------------------------------------------------------------
@@ -554,10 +486,10 @@ def _base_model_check(script: Path, found: tuple[str, int] | None, served: list[
     where = f"{script.name}:{line}"
     if served is not None:
         if model in served:
-            return PreflightCheck(name=name, status="ok", message=f"{model} ({where}) is served by {_display_url(base_url or '')}.")
+            return PreflightCheck(name=name, status="ok", message=f"{model} ({where}) is served by {display_url(base_url or '')}.")
         return PreflightCheck(
             name=name, status="fail",
-            message=f"{model} ({where}) is not among the models {_display_url(base_url or '')} serves: {', '.join(served) or 'none'}.",
+            message=f"{model} ({where}) is not among the models {display_url(base_url or '')} serves: {', '.join(served) or 'none'}.",
             fix="Pass --base-model with one of the served models.",
         )
     if model in DOCUMENTED_MODELS:
@@ -606,10 +538,10 @@ def _tokenizer_check(model: str | None, served: list[str] | None, base_url: str 
     local = cached_tokenizer_dir(model)
     if local is not None:
         return PreflightCheck(name=name, status="ok", message=f"Tokenizer for {model} found locally: {local}")
-    if served is not None and model in served and _is_loopback(base_url):
+    if served is not None and model in served and is_loopback(base_url):
         return PreflightCheck(
             name=name, status="ok",
-            message=f"{model} is served by a backend on this machine ({_display_url(base_url or '')}), which holds its "
+            message=f"{model} is served by a backend on this machine ({display_url(base_url or '')}), which holds its "
             "files; training_client.get_tokenizer() loads it without the Hub.",
         )
     return PreflightCheck(

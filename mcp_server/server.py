@@ -4,17 +4,22 @@ Every tool returns a pydantic model (its JSON schema is the tool's outputSchema)
 engine's MintMigrateError into a ToolError, whose text the model sees and can act on.
 """
 
+import threading
+import warnings
 from collections.abc import Callable
 from functools import wraps
+from inspect import Parameter
 from pathlib import Path
 from typing import Annotated, Literal, ParamSpec, TypeVar
+from urllib.parse import urlsplit
+from urllib.request import url2pathname
 
 import anyio
 import anyio.from_thread
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.prompts.base import UserMessage
-from mcp.types import ToolAnnotations
+from mcp.types import ClientCapabilities, RootsCapability, ToolAnnotations
 from pydantic import Field
 
 from mcp_server import __version__, concepts
@@ -22,10 +27,15 @@ from mcp_server.analyze import MigrationResult
 from mcp_server.bundled import bundled_text
 from mcp_server.errors import MintMigrateError
 from mcp_server.lint import LintReport
-from mcp_server.plan import LossFn, ScaffoldKind
+from mcp_server.params import tool_parameters, with_parameters
 from mcp_server.preflight import PreflightReport
+from mcp_server.pyparse import serialise_stdlib_ast_parse
 from mcp_server.render import ScaffoldOptions, ScaffoldResult
 from mcp_server.smoke import SmokeProgress, SmokeVerdict
+from mcp_server.workspace import inside, read_fence, read_text_inside
+
+# ScaffoldOptions fields that are not arguments: the header is what a migration writes at the top.
+SCAFFOLD_INTERNAL = ("header",)
 
 INSTRUCTIONS = """\
 mint-migrate moves LLM post-training code (TRL, verl, OpenRLHF, torchforge, Tinker SDK, plain
@@ -52,19 +62,37 @@ def _user_errors(fn: Callable[P, R]) -> Callable[P, R]:
     return wrapper
 
 
-def _option(name: str):
-    """The field of ScaffoldOptions, so a tool argument has the same description and bounds."""
-    return ScaffoldOptions.model_fields[name]
+async def _client_roots(ctx: Context) -> list[Path]:
+    """The folders the MCP client says the server may work in (file:// roots), if it says any."""
+    try:
+        if not ctx.session.check_client_capability(ClientCapabilities(roots=RootsCapability())):
+            return []
+        with warnings.catch_warnings():  # roots are deprecated in the newest protocol, still sent by clients
+            warnings.simplefilter("ignore")
+            result = await ctx.session.list_roots()
+    except Exception:  # noqa: BLE001 - a client that cannot answer gives no roots
+        return []
+    found = []
+    for root in result.roots:
+        parts = urlsplit(str(root.uri))
+        if parts.scheme == "file" and parts.path:
+            found.append(Path(url2pathname(parts.path)))
+    return found
 
 
 def create_server(workspace: Path | None = None) -> MCPServer:
-    """An MCP server whose tools read and write relative to `workspace` (default: the cwd)."""
+    """An MCP server whose tools read and write relative to `workspace` (default: the cwd).
+
+    Reads and runs stay inside the workspace and the client's roots, writes inside the workspace
+    (mcp_server.workspace). Tools run in worker threads, so Python parsing is serialised
+    process-wide (mcp_server.pyparse), and every process a tool starts ends with the server.
+    """
     root = (workspace or Path.cwd()).resolve()
     mcp = MCPServer("mint-migrate", version=__version__, instructions=INSTRUCTIONS)
+    serialise_stdlib_ast_parse()
 
-    def in_workspace(path: str) -> Path:
-        p = Path(path).expanduser()
-        return p if p.is_absolute() else root / p
+    async def fenced(ctx: Context) -> list[Path]:
+        return [root, *await _client_roots(ctx)]
 
     @mcp.tool(
         title="Map a framework concept to MinT",
@@ -84,59 +112,45 @@ def create_server(workspace: Path | None = None) -> MCPServer:
         example and the pitfalls. With no concept, the whole table for that framework."""
         return concepts.map_concept(framework, concept)
 
-    @mcp.tool(
-        title="Scaffold a MinT train.py",
-        annotations=ToolAnnotations(
-            read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
-        ),
-    )
-    @_user_errors
-    async def scaffold_train_py(
-        kind: Annotated[ScaffoldKind, Field(description="sft, grpo, dpo or distill.")],
-        base_model: Annotated[str | None, Field(description="Default --base-model of the script.")] = None,
-        loss_fn: Annotated[
-            LossFn | None, Field(description="grpo only: importance_sampling (default), ppo, cispo or dro.")
-        ] = None,
-        loss_fn_config: Annotated[dict[str, float] | None, _option("loss_fn_config")] = None,
-        learning_rate: Annotated[float | None, _option("learning_rate")] = None,
-        lora_rank: Annotated[int | None, _option("lora_rank")] = None,
-        steps: Annotated[int | None, _option("steps")] = None,
-        batch_size: Annotated[int | None, _option("batch_size")] = None,
-        group_size: Annotated[int | None, _option("group_size")] = None,
-        groups_per_batch: Annotated[int | None, _option("groups_per_batch")] = None,
-        max_tokens: Annotated[int | None, _option("max_tokens")] = None,
-        max_length: Annotated[int | None, _option("max_length")] = None,
-        temperature: Annotated[float | None, _option("temperature")] = None,
-        beta: Annotated[float | None, _option("beta")] = None,
-        output_path: Annotated[
-            str | None, Field(description="Write the script here (inside the workspace); omit to only return it.")
-        ] = None,
-        overwrite: Annotated[bool, Field(description="Replace an existing file at output_path.")] = False,
-    ) -> ScaffoldResult:
+    async def scaffold_train_py(**arguments) -> ScaffoldResult:
         """Render a complete, runnable MinT train.py for a training kind. The source is checked
         to parse before it is returned; it is written only when output_path is given. Every
         tuning argument only sets the default of the script's matching command-line flag."""
         from mcp_server.render import scaffold
 
-        options = ScaffoldOptions(
-            kind=kind,
-            base_model=base_model,
-            loss_fn=loss_fn,
-            loss_fn_config=loss_fn_config,
-            learning_rate=learning_rate,
-            lora_rank=lora_rank,
-            steps=steps,
-            batch_size=batch_size,
-            group_size=group_size,
-            groups_per_batch=groups_per_batch,
-            max_tokens=max_tokens,
-            max_length=max_length,
-            temperature=temperature,
-            beta=beta,
-        )
+        output_path, overwrite = arguments.pop("output_path"), arguments.pop("overwrite")
+        options = ScaffoldOptions(**arguments)
         return await anyio.to_thread.run_sync(
             lambda: scaffold(options, output_path=output_path, workspace=root, overwrite=overwrite)
         )
+
+    # The tool's arguments are ScaffoldOptions' fields (the CLI's flags come from the same model).
+    with_parameters(
+        scaffold_train_py,
+        [
+            *tool_parameters(ScaffoldOptions, exclude=SCAFFOLD_INTERNAL),
+            Parameter(
+                "output_path",
+                Parameter.KEYWORD_ONLY,
+                annotation=Annotated[
+                    str | None, Field(description="Write the script here (inside the workspace); omit to only return it.")
+                ],
+                default=None,
+            ),
+            Parameter(
+                "overwrite",
+                Parameter.KEYWORD_ONLY,
+                annotation=Annotated[bool, Field(description="Replace an existing file at output_path.")],
+                default=False,
+            ),
+        ],
+    )
+    mcp.tool(
+        title="Scaffold a MinT train.py",
+        annotations=ToolAnnotations(
+            read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
+        ),
+    )(_user_errors(scaffold_train_py))
 
     @mcp.tool(
         title="Migrate a training script to MinT",
@@ -149,6 +163,7 @@ def create_server(workspace: Path | None = None) -> MCPServer:
         source_path: Annotated[
             str, Field(description="The script, launch script or config to migrate (python, shell or YAML).")
         ],
+        ctx: Context,
         config_paths: Annotated[
             list[str], Field(description="Companion files: the YAML a script reads, a reward module, ...")
         ] = [],  # noqa: B006 - pydantic copies defaults
@@ -162,15 +177,15 @@ def create_server(workspace: Path | None = None) -> MCPServer:
         plan (every setting traced to file:line), a MinT train.py and a MIGRATION.md report."""
         from mcp_server.analyze import migrate
 
-        return await anyio.to_thread.run_sync(
-            lambda: migrate(
-                in_workspace(source_path),
-                [in_workspace(p) for p in config_paths],
-                output_dir=output_dir,
-                workspace=root,
-                overwrite=overwrite,
-            )
-        )
+        roots = await fenced(ctx)
+        source = inside(source_path, root, roots)
+        configs = [inside(p, root, roots) for p in config_paths]
+
+        def run() -> MigrationResult:
+            with read_fence(roots):  # and the files a launch script names, which the analyzer follows
+                return migrate(source, configs, output_dir=output_dir, workspace=root, overwrite=overwrite)
+
+        return await anyio.to_thread.run_sync(run)
 
     @mcp.tool(
         title="Lint a MinT training script",
@@ -178,6 +193,7 @@ def create_server(workspace: Path | None = None) -> MCPServer:
     )
     @_user_errors
     async def lint_script(
+        ctx: Context,
         path: Annotated[str | None, Field(description="Script to lint (relative to the workspace).")] = None,
         source: Annotated[str | None, Field(description="Python source to lint instead of a file.")] = None,
         fix: Annotated[
@@ -186,13 +202,14 @@ def create_server(workspace: Path | None = None) -> MCPServer:
     ) -> LintReport:
         """Find MinT pitfalls (pinned-SDK traps, training traps, setup traps) with rule ids
         MINT###, file:line:col, why it matters and the fix."""
-        from mcp_server.lint import lint_path, lint_source
+        from mcp_server.lint import lint_bytes, lint_source
 
         if (path is None) == (source is None):
             raise ToolError("Give exactly one of path or source.")
         if source is not None:
-            return lint_source(source, fix=fix)
-        return await anyio.to_thread.run_sync(lambda: lint_path(in_workspace(path), fix=fix))
+            return await anyio.to_thread.run_sync(lambda: lint_source(source, fix=fix))
+        found, data = read_text_inside(path, root, await fenced(ctx))
+        return await anyio.to_thread.run_sync(lambda: lint_bytes(data, found, fix=fix))
 
     @mcp.tool(
         title="Preflight check for a MinT run",
@@ -200,6 +217,7 @@ def create_server(workspace: Path | None = None) -> MCPServer:
     )
     @_user_errors
     async def preflight_check(
+        ctx: Context,
         script_path: Annotated[
             str | None, Field(description="The train.py to check (base model, tokenizer, lint); optional.")
         ] = None,
@@ -208,7 +226,7 @@ def create_server(workspace: Path | None = None) -> MCPServer:
         MINT_API_KEY, the endpoint, the script's base model and tokenizer, and its lint summary."""
         from mcp_server.preflight import run_preflight
 
-        path = in_workspace(script_path) if script_path else None
+        path = inside(script_path, root, await fenced(ctx)) if script_path else None
         return await anyio.to_thread.run_sync(lambda: run_preflight(path))
 
     @mcp.tool(
@@ -241,20 +259,30 @@ def create_server(workspace: Path | None = None) -> MCPServer:
         Progress is reported once per training step."""
         from mcp_server.smoke import run_smoke
 
+        script = inside(script_path, root, await fenced(ctx))
+
         def report(progress: SmokeProgress) -> None:
             anyio.from_thread.run(ctx.report_progress, progress.step, progress.total, progress.message)
 
-        return await anyio.to_thread.run_sync(
-            lambda: run_smoke(
-                in_workspace(script_path),
-                target=target,
-                steps=steps,
-                timeout_s=timeout_s,
-                on_progress=report,
-                model=model,
-                device=device,
+        # If the client goes away (or the server is stopped) mid-run, the await below is cancelled
+        # at once and `cancel` makes the worker kill the script and everything it started.
+        cancel = threading.Event()
+        try:
+            return await anyio.to_thread.run_sync(
+                lambda: run_smoke(
+                    script,
+                    target=target,
+                    steps=steps,
+                    timeout_s=timeout_s,
+                    on_progress=report,
+                    model=model,
+                    device=device,
+                    cancel=cancel,
+                ),
+                abandon_on_cancel=True,
             )
-        )
+        finally:
+            cancel.set()
 
     @mcp.prompt(name="mint-migrate", title="Migrate training code to MinT")
     def mint_migrate_prompt(

@@ -9,15 +9,14 @@ from __future__ import annotations
 
 import json
 import os
-import queue
 import shutil
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 import urllib.request
 from pathlib import Path
+
+from mint_local.process import Supervised
 
 LISTENING_PREFIX = "mint-local listening on "
 
@@ -27,7 +26,7 @@ class LocalServerError(RuntimeError):
 
 
 class LocalServer:
-    def __init__(self, proc: subprocess.Popen[str], base_url: str, model_name: str, state_dir: Path, log_path: Path, owns_state_dir: bool) -> None:
+    def __init__(self, proc: Supervised, base_url: str, model_name: str, state_dir: Path, log_path: Path, owns_state_dir: bool) -> None:
         self.proc = proc
         self.base_url = base_url
         self.model_name = model_name
@@ -78,43 +77,32 @@ class LocalServer:
         if hosted_parity:
             cmd.append("--hosted-parity")
         env = dict(os.environ, PYTHONUNBUFFERED="1")
-        log_file = open(log, "a", encoding="utf-8")  # noqa: SIM115 - handed to the child process
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log_file, text=True, env=env)
-        log_file.close()
-        lines: queue.Queue[str | None] = queue.Queue()
-
-        def pump() -> None:
-            assert proc.stdout is not None
-            for line in proc.stdout:
-                lines.put(line)
-            lines.put(None)
-
-        threading.Thread(target=pump, name="mint-local-stdout", daemon=True).start()
-        deadline = time.monotonic() + timeout_s
-        base_url = None
-        while base_url is None:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                _kill(proc)
-                raise LocalServerError(f"mint-local did not start within {timeout_s:.0f} s.\n{_tail(log)}")
-            try:
-                line = lines.get(timeout=min(remaining, 0.5))
-            except queue.Empty:
-                continue
-            if line is None:
-                proc.wait(timeout=10)
-                raise LocalServerError(f"mint-local exited with code {proc.returncode} before listening.\n{_tail(log)}")
-            if line.startswith(LISTENING_PREFIX):
-                base_url = line[len(LISTENING_PREFIX) :].strip()
+        with open(log, "a", encoding="utf-8") as log_file:  # the child keeps its own copy of the fd
+            proc = Supervised(cmd, env=env, stderr=log_file, name="mint-local")
         try:
-            model_name = _served_model(base_url)
-        except OSError as e:
-            _kill(proc)
-            raise LocalServerError(f"mint-local at {base_url} did not answer get_server_capabilities: {e}\n{_tail(log)}") from e
+            base_url = None
+            for line in proc.lines(deadline=time.monotonic() + timeout_s):
+                if line.startswith(LISTENING_PREFIX):
+                    base_url = line[len(LISTENING_PREFIX) :].strip()
+                    break
+            if base_url is None:
+                if proc.timed_out:
+                    raise LocalServerError(f"mint-local did not start within {timeout_s:.0f} s.\n{_tail(log)}")
+                proc.stop()  # it has exited (its output ended): this collects its exit code
+                raise LocalServerError(f"mint-local exited with code {proc.returncode} before listening.\n{_tail(log)}")
+            try:
+                model_name = _served_model(base_url)
+            except OSError as e:
+                raise LocalServerError(
+                    f"mint-local at {base_url} did not answer get_server_capabilities: {e}\n{_tail(log)}"
+                ) from e
+        except BaseException:  # Ctrl-C included: a half-started server must not outlive the caller
+            proc.stop()
+            raise
         return cls(proc, base_url, model_name, state, log, owns_state_dir)
 
     def stop(self) -> None:
-        _kill(self.proc)
+        self.proc.stop(grace_s=10)
         if self._owns_state_dir:
             shutil.rmtree(self.state_dir, ignore_errors=True)
 
@@ -132,17 +120,6 @@ def _served_model(base_url: str) -> str:
     with urllib.request.urlopen(f"{base_url}/api/v1/get_server_capabilities", timeout=30) as resp:
         data = json.loads(resp.read().decode("utf-8"))
     return data["supported_models"][0]["model_name"]
-
-
-def _kill(proc: subprocess.Popen[str]) -> None:
-    if proc.poll() is not None:
-        return
-    proc.terminate()
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(timeout=10)
 
 
 def _tail(log: Path, lines: int = 30) -> str:

@@ -65,6 +65,21 @@ def test_help_lists_every_subcommand_and_each_answers_its_own_help():
         assert own.returncode == 0 and own.stdout.startswith(f"usage: mint-migrate {command}"), command
 
 
+def test_scaffold_flags_are_the_scaffold_options(tmp_path):
+    """One declaration: every ScaffoldOptions field but the header is a flag, validated by the model."""
+    from mcp_server.render import ScaffoldOptions
+
+    done = run("scaffold", "--help")
+    for name in set(ScaffoldOptions.model_fields) - {"kind", "header"}:
+        assert "--" + name.replace("_", "-") in done.stdout, name
+    source = run("scaffold", "grpo", "--loss-fn", "ppo", "--loss-fn-config", '{"clip_low_threshold": 0.7}',
+                 "--save-every", "3", "--lora-rank", "4")  # fmt: skip
+    assert source.returncode == 0, source.stderr
+    assert '"clip_low_threshold": 0.7' in source.stdout and "LORA_RANK = 4" in source.stdout
+    bounded = run("scaffold", "sft", "--lora-rank", "0", "--json")
+    assert bounded.returncode == 2 and "--lora-rank" in json.loads(bounded.stdout)["error"]
+
+
 def test_a_concept_may_be_a_flag_of_the_source_framework():
     for args in (["map", "openrlhf", "--pretrain", "--json"], ["map", "openrlhf", "--json", "--model.model_name_or_path"]):
         done = run(*args)

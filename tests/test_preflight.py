@@ -41,9 +41,10 @@ def anyio_backend():
 
 
 @pytest.fixture
-def clean_env(monkeypatch):
+def clean_env(monkeypatch, tmp_path_factory):
     for name in ("MINT_BASE_URL", "MINT_API_KEY", "TINKER_BASE_URL", "TINKER_API_KEY"):
         monkeypatch.delenv(name, raising=False)
+    monkeypatch.chdir(tmp_path_factory.mktemp("cwd"))  # preflight reads ./.env, as the scripts do
     return monkeypatch
 
 
@@ -189,6 +190,23 @@ def test_key_is_never_shown(clean_env, tmp_path, capsys):
         for argv in (["preflight"], ["preflight", "--json"]):
             _, out = run_cli(argv, capsys)
             assert key not in out and key[3:] not in out
+
+
+def test_the_env_file_beside_the_script_is_what_preflight_checks(clean_env, tmp_path):
+    """The scaffolds read ./.env and a .env beside the script; preflight checks the same settings."""
+    port = closed_port()
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / ".env").write_text(f"export MINT_BASE_URL=http://127.0.0.1:{port}\nMINT_API_KEY='{SECRET}'\n")
+    report = run_preflight(write_script(project, "Qwen/Qwen3-0.6B"))
+    checks = by_name(report)
+    assert checks["MINT_API_KEY"].status == "ok" and str(project / ".env") in checks["MINT_API_KEY"].message
+    assert checks["MINT_BASE_URL"].status == "ok" and str(project / ".env") in checks["MINT_BASE_URL"].message
+    health = checks["endpoint-health"]
+    assert health.status == "fail" and str(port) in health.message  # it asked the endpoint the .env names
+    assert SECRET not in report.model_dump_json()
+    clean_env.setenv("MINT_API_KEY", "sk-from-the-shell-000")  # the shell wins, as in load_dotenv()
+    assert "from" not in by_name(run_preflight(project / "train.py"))["MINT_API_KEY"].message
 
 
 def test_bad_base_urls(clean_env):

@@ -75,6 +75,22 @@ async def test_tools_marked_read_only_write_nothing_and_the_others_do(client, tm
 
 
 @pytest.mark.anyio
+async def test_scaffold_arguments_are_the_scaffold_options(client):
+    """One declaration: the tool's arguments (types, bounds, descriptions) come from ScaffoldOptions."""
+    from mcp_server.render import ScaffoldOptions
+
+    [tool] = [t for t in (await client.list_tools()).tools if t.name == "scaffold_train_py"]
+    properties = tool.input_schema["properties"]
+    assert set(properties) == (set(ScaffoldOptions.model_fields) - {"header"}) | {"output_path", "overwrite"}
+    assert tool.input_schema["required"] == ["kind"]
+    for name, field in ScaffoldOptions.model_fields.items():
+        if name != "header" and field.description:
+            assert properties[name]["description"] == field.description, name
+    rank = next(s for s in properties["lora_rank"]["anyOf"] if s.get("type") == "integer")
+    assert (rank["minimum"], rank["maximum"]) == (1, 1024)
+
+
+@pytest.mark.anyio
 async def test_map_concept_structured_output(client):
     result = await client.call_tool("map_concept", {"framework": "trl", "concept": "GRPOConfig"})
     assert not result.is_error

@@ -55,7 +55,7 @@ def test_a_scaffold_passes_on_a_local_server_that_is_started_once_and_reused(tmp
     script = write(tmp_path, "train.py", grpo_source())
     verdict = run_smoke(script, target="local", steps=2, timeout_s=300, on_progress=seen.append)
     assert verdict.passed, format_verdict(verdict)
-    server = smoke._SERVERS[("tiny", "auto")]
+    server = smoke.running_server("tiny", "auto")
     # The model that really ran is the server's, not the script's default Qwen/Qwen3-4B-Instruct-2507.
     assert verdict.model == server.model_name == "mint-local/tiny-qwen3"
     assert "--base-model" in verdict.command and server.model_name in verdict.command
@@ -83,7 +83,7 @@ def test_a_scaffold_passes_on_a_local_server_that_is_started_once_and_reused(tmp
     )
     again = run_smoke(echo, steps=2, timeout_s=60)
     assert again.passed, format_verdict(again)
-    assert again.base_url == verdict.base_url and smoke._SERVERS[("tiny", "auto")] is server
+    assert again.base_url == verdict.base_url and smoke.running_server("tiny", "auto") is server
     assert again.model == server.base_url and (again.loss_first, again.loss_last) == (2.5, 1.5)
     assert again.median_step_s == pytest.approx(0.15) and again.checkpoint == "tinker://run/weights/step-000002"
     human = format_verdict(again)
@@ -204,6 +204,7 @@ def test_timeout_kills_the_whole_process_group(tmp_path):
 def test_scripts_without_metrics_or_with_nan_losses_fail(tmp_path):
     quiet = run_smoke(write(tmp_path, "quiet.py", "print('training... done')\n"), steps=2, timeout_s=60)
     assert [e.kind for e in quiet.errors] == ["no_metrics"]
+    assert "mint-migrate scaffold" in quiet.errors[0].fix and "DESIGN.md" not in quiet.model_dump_json()
     nan = write(
         tmp_path,
         "nan.py",
@@ -309,6 +310,16 @@ def test_a_run_that_finished_and_then_aborted_at_exit_says_how_to_avoid_it(tmp_p
     assert "os._exit(0)" in verdict.errors[0].fix
 
 
+def test_a_script_that_raises_at_import_is_a_script_error_not_a_timeout(tmp_path):
+    """It exits on its own in a second or two: the verdict says so, and names the exception."""
+    script = write(tmp_path, "train.py", "import sys\nraise RuntimeError('no data at /data/train.jsonl')\n")
+    verdict = run_smoke(script, steps=2, timeout_s=120)
+    assert [e.kind for e in verdict.errors] == ["script_error"] and verdict.exit_code == 1
+    assert "RuntimeError: no data at /data/train.jsonl" in verdict.errors[0].message
+    assert verdict.notes == ["The script takes neither --smoke nor --steps, so it ran as it is and exited with code 1."]
+    assert "timeout" not in verdict.model_dump_json().lower() and verdict.duration_s < 60
+
+
 def test_import_errors_name_the_package_to_install(tmp_path):
     script = write(tmp_path, "train.py", "import mint_not_installed_anywhere\n")
     verdict = run_smoke(script, steps=2, timeout_s=60)
@@ -361,7 +372,7 @@ async def test_launch_smoke_run_tool_reports_progress_and_a_structured_verdict(t
         assert not result.is_error, result.content
         verdict = result.structured_content
         assert verdict["passed"] and verdict["steps_done"] == 2 and verdict["loss_last"] == 0.2
-        assert verdict["model"] == smoke._SERVERS[("tiny", "auto")].model_name
+        assert verdict["model"] == smoke.running_server("tiny", "auto").model_name
         assert [value for value, _, _ in progress] == [0, 1, 2]
 
         scaffolded = await client.call_tool("scaffold_train_py", {"kind": "sft", "output_path": "sft.py"})

@@ -15,6 +15,7 @@ from mcp_server.analyze.pysource import PySource
 from mcp_server.analyze.shell import Command, ShellScript
 from mcp_server.analyze.yamlconf import YamlConfig
 from mcp_server.errors import MintMigrateError
+from mcp_server.workspace import check_readable
 
 Kind = Literal["python", "shell", "yaml"]
 _SUFFIXES: dict[str, Kind] = {".py": "python", ".sh": "shell", ".bash": "shell", ".zsh": "shell",
@@ -104,7 +105,7 @@ def kind_of(path: Path, text: str) -> Kind | None:
 
 def _read(path: Path) -> str:
     try:
-        return path.read_text(encoding="utf-8")
+        return check_readable(path).read_text(encoding="utf-8")  # an MCP tool's read fence, if any
     except FileNotFoundError as exc:
         raise MintMigrateError(f"cannot read {path}: no such file. Check the path (relative paths are taken "
                                "from the workspace root).") from exc

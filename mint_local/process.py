@@ -1,0 +1,296 @@
+"""Run a child process so that nothing it starts outlives it.
+
+The one process helper of this project: mint-local's launcher runs the server with it, and
+mint-migrate's smoke runs run the training script with it. A `Supervised` process
+- starts in its own session (so its process group is everything it starts that stays in it, and a
+  Ctrl-C meant for the caller does not reach it);
+- carries a tag in its environment (MINT_PROCESS_TAG), inherited by everything it starts, so a
+  child that moved to a session of its own, or was orphaned, is still found in /proc;
+- runs under a caller that is a child subreaper (Linux prctl), so orphans of the tree are
+  reparented to the caller, not to init, and can be reaped;
+- hands its output to the caller line by line (a reader thread), with a deadline and a cancel
+  event, and stops reading once the process has exited even if a leftover child still holds the
+  pipe open;
+- is stopped by one kill ladder: SIGTERM to the group and every tagged process, a grace period,
+  then SIGKILL, and reports what was still running besides the process itself.
+
+Every live Supervised process is registered, so `stop_all()` (called at exit, and by the signal
+handlers of long-running front ends) leaves nothing behind. Standard library only: importing this
+module pulls in neither torch nor mcp_server, which is why it lives here and mcp_server imports it.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import ctypes
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+TAG_ENV = "MINT_PROCESS_TAG"
+PR_SET_CHILD_SUBREAPER = 36
+# Once the process has exited while others of its tree still run (and may hold the pipe open),
+# how long to keep reading before stopping them; their last lines are still collected at stop().
+LINGER_AFTER_EXIT_S = 2.0
+
+_LIVE: set[Supervised] = set()
+_OURS: dict[str, int] = {}  # tag -> pid of every process started here
+_LIVE_LOCK = threading.RLock()  # re-entered by stop_all() from a signal handler
+_SUBREAPER: bool | None = None
+
+
+@dataclass(frozen=True)
+class Leftover:
+    """A process the supervised one started that was still running when it was stopped."""
+
+    pid: int
+    command: str
+
+
+def become_subreaper() -> bool:
+    """Make this process the reaper of orphaned descendants (Linux); False where unsupported."""
+    global _SUBREAPER
+    if _SUBREAPER is None:
+        _SUBREAPER = False
+        if sys.platform.startswith("linux"):
+            with contextlib.suppress(OSError, AttributeError):
+                libc = ctypes.CDLL(None, use_errno=True)
+                _SUBREAPER = libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    return _SUBREAPER
+
+
+class Supervised:
+    """A child process in its own session, whose whole tree `stop()` ends."""
+
+    def __init__(
+        self,
+        command: Sequence[str],
+        *,
+        cwd: str | os.PathLike[str] | None = None,
+        env: dict[str, str] | None = None,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        name: str = "process",
+    ) -> None:
+        become_subreaper()
+        self.tag = f"{name}-{uuid.uuid4().hex}"
+        self.started = time.time()
+        environment = dict(os.environ if env is None else env)
+        environment[TAG_ENV] = self.tag
+        self.popen = subprocess.Popen(
+            list(command),
+            cwd=None if cwd is None else str(cwd),
+            env=environment,
+            stdin=subprocess.DEVNULL,
+            stdout=stdout,
+            stderr=stderr,
+            text=True,
+            encoding="utf-8",
+            errors="replace",
+            start_new_session=True,
+        )
+        self.pid = self.popen.pid
+        self.timed_out = False
+        self.cancelled = False
+        self.leftovers: list[Leftover] = []
+        self._lines: queue.Queue[str | None] = queue.Queue()
+        self._eof = self.popen.stdout is None
+        self._reader = threading.Thread(target=self._pump, name=f"{name}-output", daemon=True)
+        if self.popen.stdout is not None:
+            self._reader.start()
+        with _LIVE_LOCK:
+            _LIVE.add(self)
+            _OURS[self.tag] = self.pid
+
+    # --- output ----------------------------------------------------------------------------
+
+    def _pump(self) -> None:
+        assert self.popen.stdout is not None
+        with contextlib.suppress(ValueError, OSError):  # the pipe closed under us at stop()
+            for line in self.popen.stdout:
+                self._lines.put(line.rstrip("\n"))
+        self._lines.put(None)
+
+    def lines(self, deadline: float | None = None, cancel: threading.Event | None = None) -> Iterator[str]:
+        """Output lines as they come, until the output ends; or the process has exited and others
+        of its tree, which may hold the pipe open for ever, still run LINGER_AFTER_EXIT_S later;
+        or `deadline` (time.monotonic()) passes (sets .timed_out); or `cancel` is set (sets
+        .cancelled). Lines still in the pipe then are returned by `stop()`'s `drained()`."""
+        exited_at: float | None = None
+        while not self._eof:
+            now = time.monotonic()
+            if cancel is not None and cancel.is_set():
+                self.cancelled = True
+                return
+            if deadline is not None and now >= deadline:
+                self.timed_out = True
+                return
+            if exited_at is None and self.popen.poll() is not None:
+                exited_at = now
+            if exited_at is not None and now - exited_at > LINGER_AFTER_EXIT_S and self.tree():
+                return
+            wait = 0.2 if deadline is None else max(0.0, min(0.2, deadline - now))
+            try:
+                line = self._lines.get(timeout=wait)
+            except queue.Empty:
+                continue
+            if line is None:
+                self._eof = True
+                return
+            yield line
+
+    def drained(self) -> list[str]:
+        """Lines that arrived after the last one `lines()` handed out (all of them after stop())."""
+        found = []
+        while True:
+            try:
+                line = self._lines.get_nowait()
+            except queue.Empty:
+                return found
+            if line is not None:
+                found.append(line)
+
+    # --- state -----------------------------------------------------------------------------
+
+    def poll(self) -> int | None:
+        return self.popen.poll()
+
+    @property
+    def returncode(self) -> int | None:
+        return self.popen.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        return self.popen.wait(timeout)
+
+    def tree(self) -> list[int]:
+        """Every live process of this tree except the supervised one: its process group, any
+        process carrying its tag, and orphans reparented to this (subreaper) process since it started."""
+        found = set()
+        for pid, info in _processes().items():
+            if pid == self.pid or info.zombie:
+                continue
+            if info.pgid == self.pid or info.tag == self.tag:
+                found.add(pid)
+        return sorted(found)
+
+    # --- the kill ladder -------------------------------------------------------------------
+
+    def stop(self, grace_s: float = 5.0) -> list[Leftover]:
+        """End the process and everything it started: SIGTERM, `grace_s` to exit, then SIGKILL.
+
+        Returns (and keeps in .leftovers) the processes besides the supervised one that were
+        still running, with their command lines, so a caller can say what was left behind.
+        """
+        others = self.tree()
+        infos = _processes()
+        self.leftovers += [Leftover(pid, infos[pid].command) for pid in others if pid in infos]
+        self._signal_all(signal.SIGTERM)
+        deadline = time.monotonic() + grace_s
+        while time.monotonic() < deadline and (self.popen.poll() is None or self.tree()):
+            _reap_orphans()
+            time.sleep(0.05)
+        if self.popen.poll() is None or self.tree():
+            self._signal_all(signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.popen.wait(timeout=10)
+        end = time.monotonic() + 5
+        while self.tree() and time.monotonic() < end:  # SIGKILL cannot be refused; this is their exit
+            _reap_orphans()
+            time.sleep(0.05)
+        _reap_orphans()
+        self._reader.join(timeout=5)  # every writer is gone, so the rest of the output is in the queue
+        with _LIVE_LOCK:
+            _LIVE.discard(self)
+        return self.leftovers
+
+    def _signal_all(self, sig: int) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.pid, sig)
+        for pid in self.tree():
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, sig)
+
+    def __enter__(self) -> Supervised:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def stop_all(grace_s: float = 1.0) -> None:
+    """Stop every live Supervised process at once (at exit, on SIGTERM): SIGTERM to every tree,
+    one shared grace period, then SIGKILL. Quick on purpose: a terminated server has seconds."""
+    with _LIVE_LOCK:
+        live = list(_LIVE)
+    for proc in live:
+        proc._signal_all(signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    while time.monotonic() < deadline and any(p.popen.poll() is None or p.tree() for p in live):
+        time.sleep(0.05)
+    for proc in live:
+        with contextlib.suppress(Exception):  # best effort: keep stopping the others
+            proc.stop(grace_s=0)
+
+
+atexit.register(stop_all)
+
+
+# --- /proc -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Info:
+    ppid: int
+    pgid: int
+    zombie: bool
+    tag: str | None
+    command: str
+
+
+def _processes() -> dict[int, _Info]:
+    """Live processes of this user from /proc (empty where there is no /proc)."""
+    found: dict[int, _Info] = {}
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return found
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            environ = (entry / "environ").read_bytes()
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:  # gone, or not ours to read
+            continue
+        fields = stat[stat.rfind(")") + 2 :].split()
+        tag = None
+        for item in environ.split(b"\0"):
+            if item.startswith(TAG_ENV.encode() + b"="):
+                tag = item.split(b"=", 1)[1].decode(errors="replace")
+                break
+        command = cmdline.replace(b"\0", b" ").decode(errors="replace").strip()
+        found[int(entry.name)] = _Info(
+            ppid=int(fields[1]), pgid=int(fields[2]), zombie=fields[0] == "Z", tag=tag, command=command[:300]
+        )
+    return found
+
+
+def _reap_orphans() -> None:
+    """Collect the exit status of orphans reparented to this subreaper, so none stays a zombie."""
+    me = os.getpid()
+    with _LIVE_LOCK:
+        ours, started = set(_OURS), set(_OURS.values())
+    for pid, info in _processes().items():
+        # Only orphans of trees started here; each started process itself is its Popen's to wait for.
+        if info.ppid == me and info.zombie and info.tag in ours and pid not in started:
+            with contextlib.suppress(ChildProcessError, OSError):
+                os.waitpid(pid, os.WNOHANG)
