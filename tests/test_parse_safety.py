@@ -1,0 +1,112 @@
+"""Parsing never takes a process down: the shapes that crashed (segfault in libcst's native parser,
+MemoryError and ValueError in CPython's, SyntaxError from literal_eval) or hung it, through
+`lint --json`, `migrate --json` and the MCP server's lint_script over stdio, which must answer a
+clear parse error and stay alive."""
+
+import json
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import libcst as cst
+import pytest
+from mcp import Client, StdioServerParameters
+
+from mcp_server import pyparse
+from mcp_server.lint import lint_source
+from mcp_server.pyparse import MAX_DEPTH, PythonSyntaxError, evaluated_value, parse_ast, parse_module
+
+CLI = str(Path(sys.executable).parent / "mint-migrate")
+
+# name -> source. The first ones crashed or stalled `lint`/`migrate` before pyparse existed.
+HOSTILE = {
+    "deep-parens": "x = " + "(" * 2000 + "1" + ")" * 2000 + "\n",  # libcst: SIGSEGV
+    "deep-lists": "x = " + "[" * 5000 + "1" + "]" * 5000 + "\n",  # libcst: SIGSEGV
+    "deep-dicts": "x = " + "{1: " * 3000 + "1" + "}" * 3000 + "\n",
+    "unclosed-brackets": "[" * 5000 + "\n",  # CPython: MemoryError
+    "lambda-chain": "f = " + "lambda: " * 5000 + "1\n",  # libcst: SIGSEGV
+    "subscript-chain": "x = a" + "[0]" * 3000 + "\n",  # libcst: minutes
+    "unary-chain": "x = " + "-" * 5000 + "1\n",  # libcst: minutes
+    "elif-chain": "if a:\n    pass\n" + "elif a:\n    pass\n" * 3000,
+    "binop-chain": "x = " + "1 + " * 100_000 + "1\n",
+    "deep-indent": "".join("    " * i + "if a:\n" for i in range(120)) + "    " * 120 + "pass\n",
+    "nul-in-string": 'import mint\nMODEL = "Qwen\x00/Qwen3"\nURL = "https://mint.macaron.xin"\n',
+    "oversized": "# " + "x" * pyparse.MAX_CHARS + "\n",
+}
+
+
+@pytest.fixture
+def anyio_backend():
+    return "asyncio"
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE))
+def test_the_parse_door_refuses_with_a_located_error(name):
+    with pytest.raises(PythonSyntaxError) as caught:
+        parse_module(HOSTILE[name], "train.py")
+    message = str(caught.value)
+    assert message.startswith("train.py:") and "cannot parse Python" in message
+    assert "\x00" not in message and "Qwen" not in message  # the offending line is never quoted
+
+
+def test_depth_bound_leaves_real_code_alone():
+    nested = "x = " + "(" * 90 + "1" + ")" * 90 + "\n"  # CPython's own limit is 200 brackets
+    assert parse_module(nested, "ok.py").code == nested
+    with pytest.raises(PythonSyntaxError, match=f"nested over {MAX_DEPTH} levels"):
+        parse_ast("x = a" + "[0]" * (MAX_DEPTH + 5) + "\n", "deep.py")
+
+
+def test_a_nul_byte_in_a_literal_reads_as_no_value():
+    """libcst accepts the literal; its evaluated_value runs literal_eval, which raised SyntaxError."""
+    node = cst.parse_expression('"a\x00b"')
+    assert evaluated_value(node) is None
+    assert evaluated_value(cst.parse_expression('"Qwen/Qwen3-8B"')) == "Qwen/Qwen3-8B"
+
+
+def test_parsing_on_many_threads_at_once_never_fails():
+    """The CPython 3.11 race (one AST recursion counter per interpreter) cannot hit our parses."""
+    source = Path(pyparse.__file__).read_text(encoding="utf-8") * 3
+    errors: list[BaseException] = []
+
+    def work() -> None:
+        for _ in range(20):
+            try:
+                parse_ast(source, "big.py")
+                lint_source("import mint\nx = 'sk-' + 'a'\n")
+            except BaseException as exc:  # noqa: BLE001 - collected and reported below
+                errors.append(exc)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+
+
+@pytest.mark.parametrize("name", ["deep-parens", "unclosed-brackets", "lambda-chain", "nul-in-string"])
+def test_lint_and_migrate_report_a_parse_error_and_exit_2(name, tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text(HOSTILE[name], encoding="utf-8")
+    lint = subprocess.run([CLI, "lint", str(script), "--json"], capture_output=True, text=True, timeout=120)
+    assert lint.returncode == 2, (lint.returncode, lint.stderr[-500:])
+    report = json.loads(lint.stdout)
+    assert report["parse_error"] and report["parse_error_line"] >= 1
+    migrate = subprocess.run([CLI, "migrate", str(script), "--json"], capture_output=True, text=True, timeout=120)
+    assert migrate.returncode == 2, (migrate.returncode, migrate.stderr[-500:])
+    assert "cannot parse Python" in json.loads(migrate.stdout)["error"]
+
+
+@pytest.mark.anyio
+async def test_the_mcp_server_answers_every_hostile_source_and_stays_alive(tmp_path):
+    params = StdioServerParameters(command=sys.executable, args=["-m", "mcp_server"], cwd=str(tmp_path))
+    async with Client(params) as client:
+        for name, source in HOSTILE.items():
+            if name == "oversized":
+                continue  # 5 MB through a pipe proves nothing more
+            result = await client.call_tool("lint_script", {"source": source})
+            assert not result.is_error, (name, result.content)
+            assert result.structured_content["parse_error"], name
+        alive = await client.call_tool("map_concept", {"framework": "trl", "concept": "GRPOConfig"})
+        assert not alive.is_error

@@ -1,0 +1,160 @@
+"""The MCP workspace fence: tools read, run and write only inside the workspace (and the client's
+roots); writes go through folder descriptors, never through a link or a hard-linked file; `~`
+means the home folder for reading and writing alike. The CLI, run by a person, goes anywhere."""
+
+import os
+import threading
+
+import pytest
+from mcp import Client, types
+
+from mcp_server.errors import OutsideWorkspace, WouldOverwrite
+from mcp_server.server import create_server
+from mcp_server.workspace import inside, read_fence, user_path, write_text
+
+SECRET_TEXT = "outside-the-workspace: do not read me\n"
+
+
+@pytest.fixture
+def anyio_backend():
+    return "asyncio"
+
+
+@pytest.fixture
+def places(tmp_path):
+    workspace, outside = tmp_path / "ws", tmp_path / "outside"
+    workspace.mkdir()
+    outside.mkdir()
+    (outside / "secret.py").write_text(SECRET_TEXT, encoding="utf-8")
+    return workspace, outside
+
+
+def test_a_hard_link_to_an_outside_file_is_replaced_not_written_through(places):
+    workspace, outside = places
+    os.link(outside / "secret.py", workspace / "train.py")
+    write_text("train.py", "print('new')\n", workspace, overwrite=True)
+    assert (outside / "secret.py").read_text() == SECRET_TEXT
+    assert (workspace / "train.py").read_text() == "print('new')\n"
+    assert (workspace / "train.py").stat().st_ino != (outside / "secret.py").stat().st_ino
+
+
+def test_never_through_a_link_and_never_over_a_file_unasked(places):
+    workspace, outside = places
+    (workspace / "out").symlink_to(outside)
+    with pytest.raises(OutsideWorkspace, match="link"):
+        write_text("out/new.py", "x = 1\n", workspace, overwrite=True)
+    (workspace / "link.py").symlink_to(outside / "secret.py")
+    write_text("link.py", "x = 1\n", workspace, overwrite=True)  # the link itself is replaced
+    assert (outside / "secret.py").read_text() == SECRET_TEXT and not (workspace / "link.py").is_symlink()
+    with pytest.raises(WouldOverwrite):
+        write_text("link.py", "x = 2\n", workspace, overwrite=False)
+    with pytest.raises(OutsideWorkspace, match="outside the workspace"):
+        write_text("../outside/new.py", "x = 1\n", workspace, overwrite=True)
+    assert sorted(p.name for p in outside.iterdir()) == ["secret.py"]
+
+
+def test_a_folder_swapped_for_a_link_between_check_and_write_never_leads_outside(places):
+    """A racer swaps ws/sub between a real folder and a link to the outside while files are written."""
+    workspace, outside = places
+    sub, parked = workspace / "sub", workspace / "parked"
+    sub.mkdir()
+    stop = threading.Event()
+
+    def swap() -> None:
+        while not stop.is_set():
+            try:
+                sub.rename(parked)
+                sub.symlink_to(outside, target_is_directory=True)
+                sub.unlink()
+                parked.rename(sub)
+            except OSError:
+                pass
+
+    racer = threading.Thread(target=swap)
+    racer.start()
+    written = refused = 0
+    try:
+        for i in range(300):
+            try:
+                write_text(f"sub/f{i}.py", "x = 1\n", workspace, overwrite=False)
+                written += 1
+            except (OutsideWorkspace, FileNotFoundError, FileExistsError, WouldOverwrite):
+                refused += 1
+    finally:
+        stop.set()
+        racer.join()
+    assert sorted(p.name for p in outside.iterdir()) == ["secret.py"]
+    assert written > 0 and written + refused == 300
+
+
+def test_tilde_is_the_home_folder_for_reading_and_writing(places, monkeypatch):
+    workspace, outside = places
+    monkeypatch.setenv("HOME", str(outside))
+    assert user_path("~/secret.py") == outside / "secret.py"
+    with pytest.raises(OutsideWorkspace):
+        inside("~/secret.py", workspace)
+    with pytest.raises(OutsideWorkspace):
+        write_text("~/new.py", "x = 1\n", workspace, overwrite=True)
+    monkeypatch.setenv("HOME", str(workspace))
+    write_text("~/home.py", "x = 1\n", workspace, overwrite=False)
+    assert inside("~/home.py", workspace) == workspace / "home.py"
+
+
+def test_the_read_fence_covers_files_the_engine_opens_itself(places):
+    from mcp_server.analyze import migrate
+
+    workspace, outside = places
+    (outside / "grpo.yaml").write_text("learning_rate: 0.123456\n", encoding="utf-8")
+    launch = workspace / "run.sh"
+    launch.write_text("python train.py --config ../outside/grpo.yaml\n", encoding="utf-8")
+    (workspace / "train.py").write_text("import trl\n", encoding="utf-8")
+    # Unfenced (the CLI), the analyzer follows the launch command to the outside config ...
+    plan = migrate(launch, [], output_dir=None, workspace=workspace, overwrite=False).plan
+    assert any("grpo.yaml" in label for label in plan.inputs)
+    # ... fenced (an MCP tool), it may not, and neither may an explicit companion.
+    for configs in ([], [outside / "grpo.yaml"]):
+        with read_fence([workspace]), pytest.raises(OutsideWorkspace, match="outside the workspace"):
+            migrate(launch, configs, output_dir=None, workspace=workspace, overwrite=False)
+
+
+@pytest.mark.anyio
+async def test_mcp_tools_refuse_to_read_or_run_outside_the_workspace(places):
+    workspace, outside = places
+    (workspace / "escape.py").symlink_to(outside / "secret.py")
+    (workspace / "train.py").write_text("import mint\n", encoding="utf-8")
+    calls = [
+        ("lint_script", {"path": "../outside/secret.py", "fix": True}),
+        ("lint_script", {"path": str(outside / "secret.py"), "fix": True}),
+        ("lint_script", {"path": "/etc/hostname"}),
+        ("lint_script", {"path": "escape.py", "fix": True}),
+        ("migrate_script", {"source_path": "train.py", "config_paths": ["../outside/secret.py"]}),
+        ("migrate_script", {"source_path": str(outside / "secret.py")}),
+        ("preflight_check", {"script_path": "../outside/secret.py"}),
+        ("launch_smoke_run", {"script_path": "../outside/secret.py"}),
+        ("launch_smoke_run", {"script_path": "escape.py"}),
+    ]
+    async with Client(create_server(workspace)) as client:
+        for name, arguments in calls:
+            result = await client.call_tool(name, arguments)
+            text = result.content[0].text
+            assert result.is_error, (name, arguments, text[:200])
+            assert "outside the workspace" in text or "is a link" in text, (name, text)
+            assert "do not read me" not in text
+        fine = await client.call_tool("lint_script", {"path": "train.py", "fix": True})
+        assert not fine.is_error, fine.content
+
+
+@pytest.mark.anyio
+async def test_the_clients_roots_are_inside_the_fence_too(places):
+    workspace, outside = places
+
+    async def roots(context) -> types.ListRootsResult:
+        return types.ListRootsResult(roots=[types.Root(uri=outside.as_uri(), name="outside")])
+
+    # Roots are a handshake-era feature (deprecated in the 2026-07-28 protocol), as clients send them today.
+    async with Client(create_server(workspace), mode="legacy", list_roots_callback=roots) as client:
+        result = await client.call_tool("lint_script", {"path": str(outside / "secret.py")})
+        assert not result.is_error, result.content
+        assert result.structured_content["path"] == str(outside / "secret.py")
+    async with Client(create_server(workspace)) as client:  # a client without roots
+        assert (await client.call_tool("lint_script", {"path": str(outside / "secret.py")})).is_error
