@@ -15,6 +15,7 @@ import pytest
 # Set before anything starts, so every subprocess (CLI runs, smoke scripts) inherits it.
 os.environ["TINKER_TELEMETRY"] = "0"
 
+from netfence import pytest_runtest_logfinish  # noqa: F401 - a hook here: names the test that left loopback
 from netfence import pytest_sessionfinish as _netfence_finish
 from netfence import pytest_sessionstart as _netfence_start
 
