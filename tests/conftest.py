@@ -14,6 +14,10 @@ import pytest
 # request: the race that made ast.parse fail with "AST constructor recursion depth mismatch".
 # Set before anything starts, so every subprocess (CLI runs, smoke scripts) inherits it.
 os.environ["TINKER_TELEMETRY"] = "0"
+# Nothing here uses the Hugging Face Hub, and huggingface_hub reads these once, when first imported:
+# without them, building request headers fetches an "agent registry" from huggingface.co even for
+# local_files_only loads (a DNS lookup the network fence caught in test_scaffolds' dry runs).
+os.environ.update(HF_HUB_OFFLINE="1", HF_HUB_DISABLE_TELEMETRY="1", TRANSFORMERS_OFFLINE="1")
 
 from netfence import pytest_runtest_logfinish  # noqa: F401 - a hook here: names the test that left loopback
 from netfence import pytest_sessionfinish as _netfence_finish

@@ -7,7 +7,8 @@ Two detectors, both reported at the end of the session:
   route, and the kernel counts it (OutNoRoutes in /proc/net/snmp and /proc/net/snmp6, per
   namespace). Any increase over the session fails it.
 - Python's audit hooks, wherever pytest runs: every socket connect / sendto of this process to an
-  address that is not loopback is recorded.
+  address that is not loopback, and every lookup of a name other than localhost or this host's,
+  is recorded.
 
 Also a pytest plugin (`-p netfence`) so a child session can prove the detectors work.
 """
@@ -46,6 +47,11 @@ def is_local(host: object) -> bool:
 
 
 def _audit(event: str, args: tuple) -> None:
+    if event == "socket.getaddrinfo":  # a name looked up is a DNS query leaving the machine
+        host = args[0].decode() if isinstance(args[0], bytes) else args[0]
+        if host is not None and not is_local(host) and host != socket.gethostname():
+            _attempts.append(f"{event} of {host} (pid {os.getpid()})")
+        return
     if event not in ("socket.connect", "socket.sendto", "socket.sendmsg"):
         return
     address = args[1] if len(args) > 1 else None

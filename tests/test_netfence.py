@@ -69,6 +69,23 @@ def test_a_dns_lookup_of_a_remote_name_fails_the_session(tmp_path):
     assert done.returncode == 1 and "NETWORK:" in done.stdout, done.stdout + done.stderr
 
 
+def test_python_lookups_are_caught_by_the_audit_hook_too(tmp_path):
+    done = child_session(
+        tmp_path,
+        """
+        import socket
+
+        def test_looks_up():
+            try:
+                socket.getaddrinfo("huggingface.co", 443)
+            except OSError:
+                pass
+        """,
+        kernel=False,
+    )
+    assert done.returncode == 1 and "socket.getaddrinfo of huggingface.co" in done.stdout, done.stdout
+
+
 def test_python_connects_are_caught_by_the_audit_hook_too(tmp_path):
     done = child_session(
         tmp_path,
