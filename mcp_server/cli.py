@@ -16,7 +16,7 @@ from pydantic import BaseModel, ValidationError
 
 from mcp_server import __version__
 from mcp_server.errors import MintMigrateError
-from mcp_server.params import add_flags, values_from_flags
+from mcp_server.params import SCAFFOLD_INTERNAL, add_flags, values_from_flags
 from mcp_server.render import ScaffoldOptions
 from mcp_server.workspace import ANYWHERE, user_path
 
@@ -27,8 +27,6 @@ EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 # file without --force).
 _ANYWHERE = ANYWHERE
 
-# ScaffoldOptions fields that are not flags: the header is what a migration writes at the top.
-SCAFFOLD_INTERNAL = ("header",)
 
 
 def _absolute(path: str | None) -> str | None:

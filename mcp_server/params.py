@@ -16,6 +16,10 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, Field
 from pydantic.fields import FieldInfo
 
+# ScaffoldOptions fields that are no argument of the scaffold tool or flag of `mint-migrate
+# scaffold`: the header is what a migration writes at the top of its train.py.
+SCAFFOLD_INTERNAL = ("header",)
+
 
 def _fields(model: type[BaseModel], exclude: tuple[str, ...]) -> dict[str, FieldInfo]:
     return {name: info for name, info in model.model_fields.items() if name not in exclude}

@@ -27,15 +27,12 @@ from mcp_server.analyze import MigrationResult
 from mcp_server.bundled import bundled_text
 from mcp_server.errors import MintMigrateError
 from mcp_server.lint import LintReport
-from mcp_server.params import tool_parameters, with_parameters
+from mcp_server.params import SCAFFOLD_INTERNAL, tool_parameters, with_parameters
 from mcp_server.preflight import PreflightReport
 from mcp_server.pyparse import serialise_stdlib_ast_parse
 from mcp_server.render import ScaffoldOptions, ScaffoldResult
 from mcp_server.smoke import SmokeProgress, SmokeVerdict
 from mcp_server.workspace import inside, read_fence, read_text_inside
-
-# ScaffoldOptions fields that are not arguments: the header is what a migration writes at the top.
-SCAFFOLD_INTERNAL = ("header",)
 
 INSTRUCTIONS = """\
 mint-migrate moves LLM post-training code (TRL, verl, OpenRLHF, torchforge, Tinker SDK, plain

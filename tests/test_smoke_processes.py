@@ -71,7 +71,7 @@ def marked(mark: str) -> list[int]:
     return found
 
 
-def wait_for(predicate, timeout: float = 120.0) -> None:
+def wait_for(predicate, timeout: float = 300.0) -> None:  # mint-local starts slowly on a loaded machine
     deadline = time.monotonic() + timeout
     while not predicate():
         if time.monotonic() > deadline:
