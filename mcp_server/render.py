@@ -10,12 +10,12 @@ import json
 import math
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
 from mcp_server.errors import MintMigrateError
-from mcp_server.plan import LossFn, MigrationPlan, ScaffoldKind
+from mcp_server.plan import LossFn, LossNormalization, LrSchedule, MigrationPlan, RewardStyle, ScaffoldKind
 from mcp_server.workspace import write_text
 
 RL_LOSSES: tuple[str, ...] = ("importance_sampling", "ppo", "cispo", "dro")
@@ -56,13 +56,55 @@ KIND_DEFAULTS: dict[str, dict[str, Any]] = {
     },
 }
 
+# What every kind shares: one pass over the data, a constant learning rate, MinT's summed loss.
+COMMON_DEFAULTS: dict[str, Any] = {
+    "epochs": 1,
+    "lr_schedule": "constant",
+    "warmup_steps": 0,
+    "warmup_ratio": 0.0,
+    "min_lr_ratio": 0.0,
+    "loss_normalization": "sum",
+    "minibatches": 1,
+    "updates_per_batch": 1,
+    "normalize_advantages": False,
+    "max_prompt_tokens": None,
+    "max_prompt_length": None,
+    "train_on": "completion",
+}
+
 TEMPLATES = {"sft": "sft.py.j2", "grpo": "grpo.py.j2", "dpo": "dpo.py.j2", "distill": "distill.py.j2"}
-ASYNC_KINDS = {"grpo", "distill"}
+THROUGHPUT_TEMPLATE = "grpo_throughput.py.j2"
+PREPARE_DATA_TEMPLATE = "prepare_data.py.j2"
 SAMPLING_KINDS = {"grpo", "distill"}
 
 
 class ScaffoldRenderError(RuntimeError):
     """A template rendered to something that is not valid Python: a bug in the scaffolds."""
+
+
+class DataOptions(BaseModel):
+    """Where the training data lives and how its columns map onto the rows train.py reads."""
+
+    source: str | None = Field(default=None, description="Hub dataset id or file, as the source names it.")
+    file: str | None = Field(default=None, description="train.py's default --data (relative to train.py).")
+    subset: str | None = Field(default=None, description="Hub dataset config name.")
+    split: str | None = None
+    fields: dict[str, str] = Field(default_factory=dict, description="train.py column -> source column (dotted).")
+    chat_template: bool | None = Field(default=None, description="String prompts become a user chat message.")
+    system_prompt: str | None = None
+    prompt_template: str | None = Field(default=None, description="Format string with {} for string prompts.")
+    answer_after: str | None = Field(default=None, description="grpo: keep the answer after this marker.")
+    max_samples: int | None = Field(default=None, ge=1)
+
+
+class RewardOptions(BaseModel):
+    """grpo: your reward functions and the framework signature train.py calls them with."""
+
+    style: RewardStyle = "plain"
+    file: str = Field(description="The module defining them (relative to train.py, or absolute).")
+    functions: list[str] = Field(min_length=1)
+    weights: list[float] | None = None
+    kwargs: dict[str, Any] = Field(default_factory=dict, description="verl: custom_reward_function.reward_kwargs.")
 
 
 class ScaffoldOptions(BaseModel):
@@ -85,6 +127,29 @@ class ScaffoldOptions(BaseModel):
     beta: float | None = Field(default=None, gt=0, description="dpo: the DPO beta.")
     steps: int | None = Field(default=None, ge=1, description="Default --steps (None: one pass over the data).")
     save_every: int | None = Field(default=None, ge=0, description="Default --save-every.")
+    throughput: bool = Field(
+        default=False,
+        description="grpo: the throughput variant (sampling while training, streaming minibatches, tail grace, "
+        "request window) instead of the plain recipe.",
+    )
+    epochs: float | None = Field(default=None, gt=0, description="Passes over the data when steps is not set.")
+    lr_schedule: LrSchedule | None = Field(default=None, description="Learning-rate decay after warmup.")
+    warmup_steps: int | None = Field(default=None, ge=0, description="Linear warmup steps (wins over warmup_ratio).")
+    warmup_ratio: float | None = Field(default=None, ge=0, lt=1, description="Warmup as a share of all steps.")
+    min_lr_ratio: float | None = Field(default=None, ge=0, le=1, description="Decay floor, as a share of the LR.")
+    loss_normalization: LossNormalization | None = Field(
+        default=None, description="sft/grpo: sum (MinT), or the source's token_mean / sequence_mean / constant."
+    )
+    minibatches: int | None = Field(default=None, ge=1, description="grpo: optim_steps per sampled batch.")
+    updates_per_batch: int | None = Field(default=None, ge=1, description="grpo: passes over each sampled batch.")
+    normalize_advantages: bool | None = Field(default=None, description="grpo: divide advantages by the group std.")
+    max_prompt_tokens: int | None = Field(default=None, ge=1, description="grpo/distill: longest prompt kept.")
+    max_prompt_length: int | None = Field(default=None, ge=1, description="dpo: longest prompt kept.")
+    train_on: Literal["completion", "all"] | None = Field(
+        default=None, description="sft: completion (prompt masked) or all tokens."
+    )
+    data: DataOptions | None = Field(default=None, description="The source's data and its column mapping.")
+    reward: RewardOptions | None = Field(default=None, description="grpo: your reward functions.")
     header: list[str] = Field(default_factory=list, description="Comment lines put at the top of the script.")
 
 
@@ -111,7 +176,7 @@ def py_literal(value: Any, indent: int = 0) -> str:
     if isinstance(value, dict):
         items = [f"{py_literal(k)}: {py_literal(v, indent + 4)}" for k, v in value.items()]
         flat = "{" + ", ".join(items) + "}"
-        if len(flat) <= 80 or not items:
+        if len(flat) <= 96 - indent or not items:
             return flat
         pad = " " * (indent + 4)
         return "{\n" + "".join(f"{pad}{item},\n" for item in items) + " " * indent + "}"
@@ -149,10 +214,31 @@ def template_values(options: ScaffoldOptions) -> dict[str, Any]:
         "steps": None,
         "save_every": 20,
         "log_dir": f"runs/{kind}",
+        **COMMON_DEFAULTS,
         **KIND_DEFAULTS[kind],
     }
-    given = options.model_dump(exclude={"kind", "header", "loss_fn_config"}, exclude_none=True)
+    given = options.model_dump(exclude={"kind", "header", "loss_fn_config", "data", "reward"}, exclude_none=True)
     values.update({k: v for k, v in given.items() if k in values})
+    values["lr_schedule"] = {
+        "type": values.pop("lr_schedule"),
+        "warmup_steps": values.pop("warmup_steps"),
+        "warmup_ratio": values.pop("warmup_ratio"),
+        "min_lr_ratio": values.pop("min_lr_ratio"),
+    }
+    values["data"] = (options.data or DataOptions()).model_dump()
+    values["data_mapping"] = options.data is not None
+    reward = options.reward
+    if reward is not None and kind != "grpo":
+        raise MintMigrateError(f"a reward function belongs to the grpo kind, not {kind}.")
+    values["reward"] = None if reward is None else {
+        "style": reward.style,
+        "file": reward.file,
+        "functions": reward.functions,
+        "weights": reward.weights or [1.0] * len(reward.functions),
+        "kwargs": reward.kwargs,
+    }
+    values["reward_style"] = reward.style if reward is not None else "plain"
+    values["throughput"] = kind == "grpo" and options.throughput
     loss_fn = options.loss_fn or values.get("loss_fn")
     if kind == "sft" and loss_fn != "cross_entropy":
         raise MintMigrateError(f"sft trains with cross_entropy, not {loss_fn}; drop loss_fn or use kind=grpo.")
@@ -168,15 +254,22 @@ def template_values(options: ScaffoldOptions) -> dict[str, Any]:
             configs[loss_fn] = dict(options.loss_fn_config)
         values["loss_fn"] = loss_fn
         values["loss_fn_configs"] = configs
-    values["is_async"] = kind in ASYNC_KINDS
+    values["is_async"] = kind == "distill" or values["throughput"]
     values["samples"] = kind in SAMPLING_KINDS
     values["header_lines"] = [_comment_line(line) for line in options.header if _comment_line(line)]
     return values
 
 
-def scaffold_variants() -> list[tuple[ScaffoldKind, LossFn | None]]:
-    """Every kind with each loss it trains with (None: the kind's own loss)."""
-    return [("sft", None), *(("grpo", loss) for loss in RL_LOSSES), ("dpo", None), ("distill", None)]
+def scaffold_variants() -> list[tuple[ScaffoldKind, LossFn | None, bool]]:
+    """Every kind with each loss it trains with (None: the kind's own loss), and the grpo
+    throughput variant (the third item: throughput=True)."""
+    return [
+        ("sft", None, False),
+        *(("grpo", loss, False) for loss in RL_LOSSES),
+        ("grpo", None, True),
+        ("dpo", None, False),
+        ("distill", None, False),
+    ]
 
 
 def check_parses(source: str, what: str) -> None:
@@ -191,8 +284,17 @@ def check_parses(source: str, what: str) -> None:
 def render_scaffold(options: ScaffoldOptions) -> str:
     """The train.py source for options.kind, parsed with libcst before it is returned."""
     values = template_values(options)
-    source = _environment().get_template(TEMPLATES[options.kind]).render(**values)
+    template = THROUGHPUT_TEMPLATE if values["throughput"] else TEMPLATES[options.kind]
+    source = _environment().get_template(template).render(**values)
     check_parses(source, f"the {options.kind} scaffold")
+    return source
+
+
+def render_prepare_data(options: ScaffoldOptions) -> str:
+    """prepare_data.py: the data step beside train.py (the source's dataset -> the rows train.py reads)."""
+    values = template_values(options)
+    source = _environment().get_template(PREPARE_DATA_TEMPLATE).render(**values)
+    check_parses(source, "the data step")
     return source
 
 
