@@ -83,10 +83,12 @@ class MintChoices(BaseModel):
     group_size: int | None = None
     groups_per_batch: int | None = None
     max_tokens: int | None = None
+    max_prompt_tokens: int | None = None
     max_length: int | None = None
     temperature: float | None = None
     beta: float | None = None
     steps: int | None = None
+    throughput: bool = Field(default=False, description="grpo: the throughput variant of the scaffold.")
     reasons: list[str] = Field(default_factory=list)
 
 

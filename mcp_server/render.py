@@ -8,6 +8,7 @@ only through the `py` filter, which writes Python literals: a base model name ca
 
 import json
 import math
+import os
 from functools import cache
 from pathlib import Path
 from typing import Any, Literal
@@ -292,14 +293,18 @@ def render_scaffold(options: ScaffoldOptions) -> str:
 
 def render_prepare_data(options: ScaffoldOptions) -> str:
     """prepare_data.py: the data step beside train.py (the source's dataset -> the rows train.py reads)."""
-    values = template_values(options)
+    values = {**template_values(options), "data_mapping": True}
     source = _environment().get_template(PREPARE_DATA_TEMPLATE).render(**values)
     check_parses(source, "the data step")
     return source
 
 
-def plan_options(plan: MigrationPlan) -> ScaffoldOptions:
-    """The scaffold options a migration plan asks for (its `mint` choices)."""
+def plan_options(plan: MigrationPlan, out_dir: Path | None = None) -> ScaffoldOptions:
+    """The scaffold options a migration plan asks for: its `mint` choices, data, reward and schedule.
+
+    Paths (the data file, the reward module) are written relative to `out_dir`, the folder train.py
+    goes to; without one they stay absolute.
+    """
     choices = plan.mint
     if choices is None:
         raise MintMigrateError(
@@ -315,22 +320,27 @@ def plan_options(plan: MigrationPlan) -> ScaffoldOptions:
     # Each kind takes the choices it has a knob for; distill's batch is prompts per step.
     per_kind = {
         "sft": {"loss_fn": choices.loss_fn, "batch_size": choices.batch_size, "max_length": choices.max_length},
-        "dpo": {"batch_size": choices.batch_size, "max_length": choices.max_length, "beta": choices.beta},
+        "dpo": {"batch_size": choices.batch_size, "max_length": choices.max_length, "beta": choices.beta,
+                "max_prompt_length": choices.max_prompt_tokens},
         "grpo": {
             "loss_fn": choices.loss_fn,
             "loss_fn_config": choices.loss_fn_config,
             "group_size": choices.group_size,
             "groups_per_batch": choices.groups_per_batch,
             "max_tokens": choices.max_tokens,
+            "max_prompt_tokens": choices.max_prompt_tokens,
             "temperature": choices.temperature,
+            "throughput": choices.throughput,
         },
         "distill": {
             "batch_size": choices.batch_size or choices.groups_per_batch,
             "group_size": choices.group_size,
             "max_tokens": choices.max_tokens,
+            "max_prompt_tokens": choices.max_prompt_tokens,
             "temperature": choices.temperature,
         },
     }[kind]
+    per_kind.update(_task_options(plan, out_dir))
     try:
         return ScaffoldOptions(
             kind=kind,
@@ -348,9 +358,85 @@ def plan_options(plan: MigrationPlan) -> ScaffoldOptions:
         ) from exc
 
 
-def render_plan(plan: MigrationPlan) -> str:
+def _relative(path: str, out_dir: Path | None) -> str:
+    if out_dir is None:
+        return path
+    return os.path.relpath(path, out_dir.resolve())
+
+
+PREPARED_DATA = "train.jsonl"  # what prepare_data.py writes beside train.py
+EXTRACTED_REWARDS = "rewards.py"  # reward functions copied out of a training script
+
+
+def _task_options(plan: MigrationPlan, out_dir: Path | None) -> dict[str, Any]:
+    """The data, reward and schedule options of a plan (see plan.DataPlan / RewardPlan / SchedulePlan)."""
+    kind, options = plan.mint.kind, {}
+    data = plan.data
+    if data is not None:
+        if data.local_path:
+            file = _relative(data.local_path, out_dir)
+        else:
+            file = data.source if data.source_kind == "local" else PREPARED_DATA
+        options["data"] = DataOptions(
+            source=data.source, file=file, subset=data.subset, split=data.split, fields=data.fields,
+            chat_template=data.chat_template, system_prompt=data.system_prompt,
+            prompt_template=data.prompt_template, answer_after=data.answer_after, max_samples=data.max_samples,
+        )
+    reward = plan.reward
+    if kind == "grpo" and reward is not None and reward.status == "user" and reward.file:
+        options["reward"] = RewardOptions(
+            style=reward.style,
+            file=EXTRACTED_REWARDS if reward.extract else _relative(reward.file, out_dir),
+            functions=[f.name for f in reward.functions],
+            weights=[f.weight for f in reward.functions],
+            kwargs=reward.kwargs,
+        )
+    schedule = plan.schedule
+    if schedule is not None:
+        options.update(
+            epochs=schedule.epochs, lr_schedule=schedule.lr_schedule, warmup_steps=schedule.warmup_steps,
+            warmup_ratio=schedule.warmup_ratio, min_lr_ratio=schedule.min_lr_ratio,
+        )
+        if kind in ("sft", "grpo"):
+            options["loss_normalization"] = schedule.loss_normalization
+        if kind == "sft":
+            options["train_on"] = schedule.train_on
+        if kind == "grpo":
+            options.update(minibatches=schedule.minibatches, updates_per_batch=schedule.updates_per_batch,
+                           normalize_advantages=schedule.normalize_advantages)
+    return options
+
+
+def render_plan(plan: MigrationPlan, out_dir: Path | None = None) -> str:
     """The train.py for plan.mint.kind with the plan's MinT choices as the argument defaults."""
-    return render_scaffold(plan_options(plan))
+    return render_scaffold(plan_options(plan, out_dir))
+
+
+def train_py_constants(options: ScaffoldOptions) -> dict[str, Any]:
+    """The defaults the rendered train.py holds, by constant name (what MIGRATION.md reports)."""
+    values = template_values(options)
+    names = {
+        "BASE_MODEL": "base_model", "LEARNING_RATE": "learning_rate", "LR_SCHEDULE": "lr_schedule",
+        "LORA_RANK": "lora_rank", "STEPS": "steps", "EPOCHS": "epochs",
+    }
+    per_kind = {
+        "sft": {"BATCH_SIZE": "batch_size", "MAX_LENGTH": "max_length", "TRAIN_ON": "train_on",
+                "LOSS_NORMALIZATION": "loss_normalization"},
+        "dpo": {"BATCH_SIZE": "batch_size", "MAX_LENGTH": "max_length", "BETA": "beta",
+                "MAX_PROMPT_LENGTH": "max_prompt_length"},
+        "grpo": {"LOSS_FN": "loss_fn", "GROUPS_PER_BATCH": "groups_per_batch", "GROUP_SIZE": "group_size",
+                 "MAX_TOKENS": "max_tokens", "MAX_PROMPT_TOKENS": "max_prompt_tokens", "TEMPERATURE": "temperature",
+                 "LOSS_NORMALIZATION": "loss_normalization", "NORMALIZE_ADVANTAGES": "normalize_advantages",
+                 "MINIBATCHES": "minibatches", "UPDATES_PER_BATCH": "updates_per_batch"},
+        "distill": {"BATCH_SIZE": "batch_size", "SAMPLES_PER_PROMPT": "group_size", "MAX_TOKENS": "max_tokens",
+                    "MAX_PROMPT_TOKENS": "max_prompt_tokens", "TEMPERATURE": "temperature"},
+    }[options.kind]
+    constants = {name: values[key] for name, key in {**names, **per_kind}.items()}
+    if options.kind == "grpo":
+        constants["LOSS_FN_CONFIGS"] = values["loss_fn_configs"]
+        constants["REWARD"] = values["reward"]
+    constants["DATA"] = values["data"]
+    return constants
 
 
 def scaffold(options: ScaffoldOptions, *, output_path: str | None, workspace: Path, overwrite: bool) -> ScaffoldResult:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from mcp_server.analyze import choices, openrlhf, pytorch, tinker, torchforge, trl, verl
+from mcp_server.analyze import choices, coverage, openrlhf, pytorch, task, tinker, torchforge, trl, verl
 from mcp_server.analyze.detect import detect
 from mcp_server.analyze.evidence import LORA_PARTS, Evidence
 from mcp_server.analyze.inputs import Project, load_project
@@ -19,6 +19,7 @@ from mcp_server.plan import (
     LoraSetting,
     LoraValue,
     MigrationPlan,
+    MintChoices,
     PlanWarning,
     Setting,
     Settings,
@@ -35,6 +36,11 @@ class MigrationResult(BaseModel):
     tinker_fixes: list[Construct] = Field(
         default_factory=list,
         description="For Tinker SDK sources: each 0.38-only call to change for tinker 0.22 (MinT), with file:line.",
+    )
+    companions: dict[str, str] = Field(
+        default_factory=dict,
+        description="Files written beside train.py: prepare_data.py (the data step), rewards.py (reward functions "
+        "copied out of the training script).",
     )
 
 
@@ -60,7 +66,9 @@ def _analyze(source_path: Path, config_paths: list[Path]) -> tuple[MigrationPlan
     }
     mint, more = choices.choose(framework, algorithm, ev.variant, settings, defaults, ev)
     mint.reasons.insert(0, f"framework {framework}: recognised at {where}")
-    warnings = [*ev.warnings, *more, *_stray_flags(project)]
+    facts = task.extract(project, ev, framework, algorithm, mint.kind, settings)
+    _task_choices(mint, settings, facts)
+    warnings = [*_still_open(ev.warnings, mint.kind, facts), *more, *facts.warnings, *_stray_flags(project)]
     if algorithm == "other" and vote is not None and vote.weight == 0:
         warnings.append(PlanWarning(code="ALGORITHM_UNKNOWN", message=f"Could not tell the algorithm: {vote.why}. "
                                     "Check the scaffold choice in MIGRATION.md."))
@@ -73,9 +81,56 @@ def _analyze(source_path: Path, config_paths: list[Path]) -> tuple[MigrationPlan
         mint=mint,
         warnings=warnings,
         constructs=ev.constructs,
+        data=facts.data,
+        reward=facts.reward,
+        schedule=facts.schedule,
         inputs=[f.label + (" (read because a launch command names it)" if f.auto else "") for f in project.files],
     )
+    if facts.reward is not None and facts.reward.status == "placeholder":
+        plan.warnings.append(PlanWarning(code="REWARD_PLACEHOLDER", message="train.py's reward is the scaffold's "
+                                         f"placeholder, not yours: {facts.reward.reason}.",
+                                         source=facts.reward.source))
+    plan.setting_uses = coverage.setting_uses(plan)
+    _reward_constructs(plan)
     return plan, ev
+
+
+def _reward_constructs(plan: MigrationPlan) -> None:
+    """The side-by-side rows of reward functions name what train.py really does with them."""
+    reward = plan.reward
+    if reward is None:
+        return
+    for construct in plan.constructs:
+        if construct.mint.startswith("reward_fn("):
+            if reward.status == "user":
+                construct.mint = (f"called unchanged from train.py (REWARD, the {reward.style} signature)"
+                                  + (", copied into rewards.py" if reward.extract else ""))
+                construct.note = reward.reason
+            else:
+                construct.mint, construct.note = "train.py's placeholder reward", reward.reason
+
+
+def _task_choices(mint: MintChoices, settings: Settings, facts: "task.Task") -> None:
+    """The choices the task adds: the prompt limit, and the throughput variant when the source samples
+    while it trains."""
+    mint.max_prompt_tokens, why = coverage.prompt_limit(mint.kind, settings, mint.max_tokens)
+    if why:
+        mint.reasons.append(why)
+    if mint.kind == "grpo" and facts.throughput:
+        mint.throughput = True
+        mint.reasons.append(f"the throughput variant (sampling while training, streaming minibatches): the source "
+                            f"samples while it trains ({facts.throughput})")
+
+
+def _still_open(warnings: list[PlanWarning], kind: str, facts: "task.Task") -> list[PlanWarning]:
+    """The analyzers' warnings, without the ones train.py now handles: the loss normalisation (in
+    the datum weights / advantages) and several updates per batch (--updates-per-batch)."""
+    handled = set()
+    if kind in ("sft", "grpo"):
+        handled.add("LOSS_AGGREGATION")
+    if kind == "grpo" and facts.schedule.updates_per_batch > 1:
+        handled.add("MULTI_UPDATE")
+    return [w for w in warnings if w.code not in handled]
 
 
 def _launch_context(project: Project, ev: Evidence) -> None:
@@ -171,23 +226,41 @@ def _stray_flags(project: Project) -> list[PlanWarning]:
 def migrate(
     source_path: Path, config_paths: list[Path], *, output_dir: str | None, workspace: Path, overwrite: bool
 ) -> MigrationResult:
-    """Plan the migration; with `output_dir`, also write DIR/train.py and DIR/MIGRATION.md (inside the workspace)."""
+    """Plan the migration; with `output_dir`, also write DIR/train.py, DIR/MIGRATION.md and the task's
+    companions (inside the workspace): prepare_data.py (the data step) and rewards.py (reward
+    functions copied out of the training script)."""
     from mcp_server import report, workspace as ws
-    from mcp_server.render import render_plan
+    from mcp_server.analyze.extract import extract_functions
+    from mcp_server.render import (
+        EXTRACTED_REWARDS,
+        plan_options,
+        render_prepare_data,
+        render_scaffold,
+        train_py_constants,
+    )
 
     plan, ev = _analyze(Path(source_path), [Path(p) for p in config_paths])
-    train_py = render_plan(plan)
-    if output_dir is not None:
-        out = ws.resolve_output(output_dir, workspace, overwrite=True)
-        targets = [out / "train.py", out / "MIGRATION.md"]
-        for target in targets:  # check both before writing either: all or nothing
+    out = ws.resolve_output(output_dir, workspace, overwrite=True) if output_dir is not None else None
+    options = plan_options(plan, out)
+    files = {"train.py": render_scaffold(options)}
+    if plan.data is not None and plan.data.source:
+        files["prepare_data.py"] = render_prepare_data(options)
+    if plan.mint.kind == "grpo" and plan.reward is not None and plan.reward.status == "user" and plan.reward.extract:
+        origin = Path(plan.reward.file)
+        files[EXTRACTED_REWARDS] = extract_functions(origin.read_text(encoding="utf-8"),
+                                                     [f.name for f in plan.reward.functions], origin.name)
+    text_of = dict(files)
+    if out is not None:
+        targets = [out / name for name in [*files, "MIGRATION.md"]]
+        for target in targets:  # check every file before writing any: all or nothing
             ws.resolve_output(target, workspace, overwrite=overwrite)
         plan.files_written = [str(t) for t in targets]
-    text = report.render_report(plan, ev.tinker_fixes)
-    if output_dir is not None:
-        ws.write_text(targets[0], train_py, workspace, overwrite=overwrite)
-        ws.write_text(targets[1], text, workspace, overwrite=overwrite)
-    return MigrationResult(plan=plan, train_py=train_py, report=text, tinker_fixes=ev.tinker_fixes)
+    text = report.render_report(plan, ev.tinker_fixes, constants=train_py_constants(options))
+    if out is not None:
+        for name, content in [*text_of.items(), ("MIGRATION.md", text)]:
+            ws.write_text(out / name, content, workspace, overwrite=overwrite)
+    return MigrationResult(plan=plan, train_py=files["train.py"], report=text, tinker_fixes=ev.tinker_fixes,
+                           companions={k: v for k, v in files.items() if k != "train.py"})
 
 
 __all__ = ["MigrationResult", "analyze", "build_settings", "migrate"]
