@@ -250,10 +250,9 @@ def _python_reward(project: Project, names: list[str], weights: list[float], sty
                                   "" if importable else " (copied verbatim into rewards.py: importing the script "
                                   "itself would need its training framework, or start training)"))
     for f in project.pythons():
-        modules = {f.python.imports.get(fn.name) for fn in functions}
-        modules.discard(None)
-        if len(modules) == 1:
-            module = next(iter(modules)).rsplit(".", 1)[0]
+        modules = {f.python.imports[fn.name].rpartition(".")[0] for fn in functions if fn.name in f.python.imports}
+        if len(modules) == 1 and all(fn.name in f.python.imports for fn in functions):
+            module = next(iter(modules))
             if module.split(".")[0] in {"trl", "verl", "openrlhf", "forge", "tinker_cookbook"}:
                 return RewardPlan(style=style, status="placeholder", functions=functions, source=where,
                                   reason=f"{', '.join(n.name for n in functions)} come from {module}, a framework "
@@ -676,22 +675,35 @@ def _concatenated_template(tree) -> tuple[str, str, str] | None:
 
 
 def _code_reward(project: Project) -> RewardPlan:
-    """A reward in a hand-written loop: a function named like a reward that the loop calls with a
-    decoded answer, or a tinker-cookbook problem Env (check_answer)."""
+    """A reward in a hand-written loop: a tinker-cookbook style problem Env (a class with
+    check_answer) or a function named like a reward, that the loop calls; defined in the script or
+    imported from a module beside it."""
     for f in project.pythons():
         src = f.python
-        envs = [name for name, info in src.classes.items() if "check_answer" in _methods(info)]
-        if envs:
-            return _python_reward(project, envs[:1], [1.0], "tinker_env", str(src.classes[envs[0]].loc))
-        called = {c.name for c in src.calls}
-        candidates = [name for name in called if any(w in name.lower() for w in _REWARD_WORDS)
-                      and (name in src.functions or name in src.imports)]
-        for name in candidates:
-            style = "plain"
-            return _python_reward(project, [name], [1.0], style, str(src.functions[name].loc)
-                                  if name in src.functions else None)
-    return RewardPlan(style="plain", status="placeholder", reason="no reward function found in the loop: pass "
+        called = list(dict.fromkeys(c.name for c in src.calls))
+        for name in called:
+            info = _class_named(project, f, name)
+            if info is not None and "check_answer" in _methods(info):
+                return _python_reward(project, [name], [1.0], "tinker_env", str(info.loc))
+        for name in called:
+            if any(w in name.lower() for w in _REWARD_WORDS) and (name in src.functions or name in src.imports):
+                where = str(src.functions[name].loc) if name in src.functions else None
+                return _python_reward(project, [name], [1.0], "plain", where)
+    return RewardPlan(style="plain", status="placeholder", reason="no reward function found in the loop (a "
+                      "framework recipe's own environment, or a reward the code does not call by name): pass "
                       "--reward FILE:FUNCTION")
+
+
+def _class_named(project: Project, f: InputFile, name: str):
+    """The class `name` as `f` sees it: defined there, or in the local module it imports it from."""
+    if name in f.python.classes:
+        return f.python.classes[name]
+    module = f.python.imports.get(name)
+    path = _module_file(project, f, module.rsplit(".", 1)[0]) if module and "." in module else None
+    if path is None:
+        return None
+    found = project.find(str(path)) or add_file(project, path, auto=True)
+    return found.python.classes.get(name) if found.python is not None else None
 
 
 def _methods(info) -> set[str]:
