@@ -431,6 +431,8 @@ def train_py_constants(options: ScaffoldOptions) -> dict[str, Any]:
         "distill": {"BATCH_SIZE": "batch_size", "SAMPLES_PER_PROMPT": "group_size", "MAX_TOKENS": "max_tokens",
                     "MAX_PROMPT_TOKENS": "max_prompt_tokens", "TEMPERATURE": "temperature"},
     }[options.kind]
+    if values["throughput"]:  # one optim_step per step, streamed: no mini-batch knobs
+        per_kind = {k: v for k, v in per_kind.items() if k not in ("MINIBATCHES", "UPDATES_PER_BATCH")}
     constants = {name: values[key] for name, key in {**names, **per_kind}.items()}
     if options.kind == "grpo":
         constants["LOSS_FN_CONFIGS"] = values["loss_fn_configs"]

@@ -116,7 +116,11 @@ def _task_choices(mint: MintChoices, settings: Settings, facts: "task.Task") -> 
     mint.max_prompt_tokens, why = coverage.prompt_limit(mint.kind, settings, mint.max_tokens)
     if why:
         mint.reasons.append(why)
-    if mint.kind == "grpo" and facts.throughput:
+    several = facts.schedule.minibatches > 1 or facts.schedule.updates_per_batch > 1
+    if mint.kind == "grpo" and facts.throughput and several:
+        mint.reasons.append(f"the plain GRPO recipe, although the source samples while it trains "
+                            f"({facts.throughput}): only the plain recipe takes several optim_steps per batch")
+    elif mint.kind == "grpo" and facts.throughput:
         mint.throughput = True
         mint.reasons.append(f"the throughput variant (sampling while training, streaming minibatches): the source "
                             f"samples while it trains ({facts.throughput})")
