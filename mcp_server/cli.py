@@ -107,7 +107,7 @@ def _cmd_scaffold(args: argparse.Namespace) -> int:
 
 
 def _cmd_migrate(args: argparse.Namespace) -> int:
-    from mcp_server.analyze import migrate
+    from mcp_server.migrate import migrate
 
     result = migrate(
         Path(args.source),

@@ -18,7 +18,7 @@ from mcp.types import ToolAnnotations
 from pydantic import Field
 
 from mcp_server import __version__, concepts
-from mcp_server.analyze import MigrationResult
+from mcp_server.migrate import MigrationResult
 from mcp_server.bundled import bundled_text
 from mcp_server.errors import MintMigrateError
 from mcp_server.lint import LintReport
@@ -160,7 +160,7 @@ def create_server(workspace: Path | None = None) -> MCPServer:
     ) -> MigrationResult:
         """Analyze a TRL / verl / OpenRLHF / torchforge / Tinker / PyTorch setup into a migration
         plan (every setting traced to file:line), a MinT train.py and a MIGRATION.md report."""
-        from mcp_server.analyze import migrate
+        from mcp_server.migrate import migrate
 
         return await anyio.to_thread.run_sync(
             lambda: migrate(

@@ -11,8 +11,9 @@ from pathlib import Path
 from typing import Literal
 
 from mcp_server.analyze.evidence import Value
-from mcp_server.analyze.pysource import PySource
+from mcp_server.analyze.pyvalues import PySource
 from mcp_server.analyze.shell import Command, ShellScript
+from mcp_server.analyze.usage import usage_commands
 from mcp_server.analyze.yamlconf import YamlConfig
 from mcp_server.errors import MintMigrateError
 
@@ -211,7 +212,7 @@ def command_flags(command: Command) -> dict[str, Value]:
 
 def example_flags(src: PySource) -> tuple[dict[str, Value], Command | None]:
     """The flags of the first launch command quoted in a script's docstring (usage examples)."""
-    commands = src.docstring_commands()
+    commands = usage_commands(src)
     if not commands:
         return {}, None
     return command_flags(commands[0]), commands[0]

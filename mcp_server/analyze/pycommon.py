@@ -4,7 +4,8 @@ LoRA configs, and the infrastructure imports that become server-side on MinT."""
 import libcst as cst
 
 from mcp_server.analyze.evidence import Evidence, Loc, Value
-from mcp_server.analyze.pysource import CallSite, PySource, dotted_name, iter_nodes, literal_value
+from mcp_server.analyze.pyvalues import CallSite, PySource
+from mcp_server.pyindex import dotted_name, iter_nodes, literal_value
 
 _NOT_MODELS = ("Tokenizer", "Processor", "Config", "FeatureExtractor", "ImageProcessor")
 OPTIMIZERS = {"AdamW", "Adam", "SGD", "Adafactor", "AdamW8bit", "PagedAdamW", "PagedAdamW8bit", "Lion",

@@ -9,7 +9,7 @@ loops, the tokenizer and `generate` calls, through the script's constants and ar
 
 import libcst as cst
 
-from mcp_server.analyze.evidence import Evidence, Value
+from mcp_server.analyze.evidence import Evidence, Loc, Value
 from mcp_server.analyze.inputs import Project
 from mcp_server.analyze.pycommon import (
     dataset_calls,
@@ -23,9 +23,11 @@ from mcp_server.analyze.pycommon import (
     optimizer_lr,
     trained_model_call,
 )
-from mcp_server.analyze.pysource import PySource, dotted_name
+from mcp_server.analyze.pyvalues import PySource
+from mcp_server.pyindex import dotted_name
 from mcp_server.analyze.scalars import as_int
 from mcp_server.errors import MintMigrateError
+from mcp_server.analyze.registry import Analyzer
 
 _STEP_WORDS = ("step", "iter", "update")
 _NAMED = {  # variable / argparse names -> settings, when the loop code itself cannot be resolved
@@ -207,3 +209,21 @@ def _constructs(src: PySource, ev: Evidence) -> None:
     if src.calls_named("Accelerator"):
         ev.construct("accelerate.Accelerator()", src.calls_named("Accelerator")[0].loc, "(nothing)",
                      "devices and distribution are server-side on MinT")
+
+
+def detect_python(src: PySource) -> Loc | None:
+    """A file that trains with PyTorch / transformers itself: an optimizer, backward() or a Trainer."""
+    where = src.imports_module("torch", "transformers", "peft")
+    if (where is not None and is_training_script(src)) or src.calls_named(*_HF_TRAINERS):
+        return where or Loc(src.label, 1)
+    return None
+
+
+ANALYZER = Analyzer(
+    name="pytorch",
+    signals="hand-written loop: `AutoModelForCausalLM`, `loss.backward()`, `optimizer.step()`, `DataLoader`, "
+            "`accelerate`, or transformers' `Trainer`",
+    analyze=analyze,
+    imports=("torch", "transformers", "peft"),
+    detect_python=detect_python,
+)

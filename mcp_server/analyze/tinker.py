@@ -10,8 +10,10 @@ import libcst as cst
 from mcp_server.analyze.evidence import Evidence, Level, Value
 from mcp_server.analyze.inputs import Project
 from mcp_server.analyze.pycommon import dataset_calls, dataset_id
-from mcp_server.analyze.pysource import CallSite, PySource, dotted_name, iter_nodes
+from mcp_server.analyze.pyvalues import CallSite, PySource
+from mcp_server.pyindex import dotted_name, iter_nodes
 from mcp_server.plan import Algorithm
+from mcp_server.analyze.registry import Analyzer
 
 LOSSES: dict[str, Algorithm] = {"cross_entropy": "sft", "importance_sampling": "grpo", "ppo": "grpo", "cispo": "grpo",
                                 "dro": "grpo", "gspo": "grpo", "stable_reinforce": "grpo"}
@@ -323,3 +325,13 @@ def _produced_by(src: PySource, name: str, line: int, depth: int) -> list[str]:
 def _calls_in(node: cst.CSTNode) -> list[cst.Call]:
     return [n for n in iter_nodes(node) if isinstance(n, cst.Call)]
 
+
+ANALYZER = Analyzer(
+    name="tinker",
+    signals="`import tinker`, `tinker_cookbook`, `ServiceClient`, `forward_backward`, chz `CLIConfig` recipes. "
+            "Usually written for tinker 0.38",
+    analyze=analyze,
+    defaults=defaults,
+    imports=("tinker", "tinker_cookbook", "mint"),
+    detect_command=lambda command, script: (command.module or command.script or "").startswith("tinker_cookbook"),
+)

@@ -10,6 +10,7 @@ from mcp_server.analyze.inputs import Project
 from mcp_server.analyze.pycommon import function_names, infra_imports, server_side
 from mcp_server.analyze.scalars import as_number
 from mcp_server.plan import Algorithm
+from mcp_server.analyze.registry import Analyzer
 
 # Order matters: for the same setting, a later key wins (the one the run really uses).
 KEYS = [
@@ -129,3 +130,20 @@ def analyze(project: Project, ev: Evidence) -> None:
                 "sum over tokens. Scale the advantages by 1/len(response) to keep the same weighting.", None)
     if not ev.votes:
         ev.vote("other", None, "no torchforge GRPO or SFT construct found", 0)
+
+
+def is_forge_command(command, script) -> bool:
+    target = command.module or command.script or ""
+    return target.startswith(("apps.grpo", "apps.sft", "forge.")) or "/apps/grpo/" in target or "/apps/sft/" in target
+
+
+ANALYZER = Analyzer(
+    name="torchforge",
+    signals="`apps.grpo.main --config *.yaml`, `Generator`/`Policy`, `TitanTrainer`, `Episode`, `ReplayBuffer`, "
+            "Monarch `.route()` / `.fanout()`",
+    analyze=analyze,
+    defaults=defaults,
+    imports=("forge", "monarch", "apps.grpo", "apps.sft"),
+    detect_command=is_forge_command,
+    detect_config=looks_like_config,
+)

@@ -24,8 +24,9 @@ from mcp_server.analyze.pycommon import (
     server_side,
     teacher_warning,
 )
-from mcp_server.analyze.pysource import CallSite, PySource
+from mcp_server.analyze.pyvalues import CallSite, PySource
 from mcp_server.plan import Algorithm
+from mcp_server.analyze.registry import Analyzer
 
 TRAINERS: dict[str, Algorithm] = {
     "SFTTrainer": "sft", "DPOTrainer": "dpo", "GRPOTrainer": "grpo", "PPOTrainer": "ppo",
@@ -217,7 +218,7 @@ def _trainer(call: CallSite, src: PySource, ev: Evidence, fields: list[tuple[str
             ev.setting("reward_functions", Value(names, src.loc(rewards), Level.CODE))
             for name in names:
                 fn = src.functions.get(name)
-                where = fn.loc if fn else src.loc(rewards)
+                where = src.at(fn.line) if fn else src.loc(rewards)
                 ev.construct(f"reward function {name}", where, "reward_fn(prompt, completion, row) -> float in train.py",
                              "a plain Python function: copy its body into the scaffold's reward")
     peft = call.kwarg_node("peft_config")
@@ -417,3 +418,19 @@ _DEFAULTS: dict[str, dict[str, tuple[object, str]]] = {
 
 def defaults(algorithm: Algorithm) -> dict[str, tuple[object, str]]:
     return {**_TRAINING_ARGUMENTS, **_DEFAULTS.get(algorithm, {})}
+
+
+def _is_trl_command(command, script) -> bool:
+    return command.program == "trl"
+
+
+ANALYZER = Analyzer(
+    name="trl",
+    signals="`from trl import SFTTrainer/DPOTrainer/GRPOTrainer/...`, `*Config(...)`, `TrlParser`/`HfArgumentParser`, "
+            "`trl sft ...`, recipe YAMLs (`model_name_or_path`, `learning_rate`, ...)",
+    analyze=analyze,
+    defaults=defaults,
+    imports=("trl",),
+    detect_command=_is_trl_command,
+    detect_config=looks_like_recipe,
+)

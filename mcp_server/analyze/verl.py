@@ -11,6 +11,7 @@ from mcp_server.analyze.pycommon import infra_imports, server_side
 from mcp_server.analyze.scalars import as_number
 from mcp_server.analyze.shell import Arg, Command
 from mcp_server.plan import Algorithm
+from mcp_server.analyze.registry import Analyzer
 
 RL_KEYS = {
     "actor_rollout_ref.model.path": "base_model",
@@ -266,7 +267,7 @@ def _reward_function(project: Project, config: dict[str, Value], ev: Evidence) -
         ev.warn("REWARD_FN_MISSING", f"{reward_file.label} defines no function {fn}; verl would fail to load it.",
                 path.loc)
         return
-    ev.construct(f"custom_reward_function {fn}(data_source, solution_str, ground_truth, extra_info)", info.loc,
+    ev.construct(f"custom_reward_function {fn}(data_source, solution_str, ground_truth, extra_info)", reward_file.python.at(info.line),
                  "reward_fn(prompt, completion, row) -> float in train.py",
                  "call it with the decoded completion as solution_str and the row's answer as ground_truth")
 
@@ -280,3 +281,15 @@ def _reward_file(project: Project, written: str) -> InputFile | None:
         if candidate.is_file() and candidate.suffix == ".py":
             return add_file(project, candidate, auto=True)
     return None
+
+
+ANALYZER = Analyzer(
+    name="verl",
+    signals="`python -m verl.trainer.main_ppo` with hydra overrides (`actor_rollout_ref.rollout.n=5`), "
+            "`ppo_trainer.yaml`, `fsdp_sft_trainer`, a `compute_score` reward module",
+    analyze=analyze,
+    defaults=defaults,
+    imports=("verl",),
+    detect_command=lambda command, script: is_verl_command(command),
+    detect_config=looks_like_config,
+)
