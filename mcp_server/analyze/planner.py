@@ -79,6 +79,9 @@ def _launch_context(project: Project, ev: Evidence) -> None:
             server_side(ev, f"GPU engine environment ({', '.join(gpu_env)})", f.shell.exports[gpu_env[0]].loc)
     for f in project.infra_configs():
         values = f.yaml.values
+        # accelerate's config file sets the process count when the command line does not
+        if "num_processes" in values and isinstance(values["num_processes"].value, int) and "world_size" not in ev.extras:
+            ev.extra("world_size", values["num_processes"])
         keys = ("distributed_type", "deepspeed_config.zero_stage", "zero_optimization.stage")
         what = next((f"{k}={values[k].value}" for k in keys if k in values), "cluster settings")
         loc = next((values[k].loc for k in keys if k in values), None)

@@ -140,8 +140,12 @@ def _is_loss(node: cst.BaseExpression) -> bool:
 
 
 def _module_constant(src: PySource, name: str) -> Value | None:
+    """A named value: the module constant, else the one assignment in a function (`beta = cfg.loss.beta`)."""
     defs = [a for a in src.assigns.get(name, []) if a.scope is None and len(a.targets) == 1]
-    return src.evaluate(defs[-1].value, None) if defs else None
+    if defs:
+        return src.evaluate(defs[-1].value, None)
+    local = [a for a in src.assigns.get(name, []) if len(a.targets) == 1]
+    return src.evaluate(local[0].value, local[0].scope) if len(local) == 1 else None
 
 
 def _algorithm(src: PySource, ev: Evidence) -> None:

@@ -114,6 +114,7 @@ class PySource:
         self.divisions = [(left, right, scope, self.at(line)) for left, right, scope, line in ix.divisions]
         self.cli: dict[str, Value] = {}
         self.configs: list[YamlConfig] = []
+        self.hydra: YamlConfig | None = None  # the composed config a `@hydra.main` function receives
         self._memo: dict[tuple[int, int], Value | None] = {}
         self._returns: dict[int, tuple[cst.BaseExpression, ...]] = {}
 
@@ -137,6 +138,10 @@ class PySource:
 
     def use_configs(self, configs: list[YamlConfig]) -> None:
         self.configs = list(configs)
+        self._memo.clear()
+
+    def use_hydra(self, config: YamlConfig) -> None:
+        self.hydra = config
         self._memo.clear()
 
     # -- lookups --
@@ -353,6 +358,10 @@ class PySource:
             return ("assign", chosen, s)
         return None
 
+    def _is_hydra_main(self, node: Scope) -> bool:
+        fn = self._function_of(node) if node is not None else None
+        return fn is not None and any(self.qualify(d) == "hydra.main" for d in fn.decorators)
+
     def _function_of(self, node: cst.FunctionDef) -> FunctionInfo | None:
         for fn in self.functions.values():
             if fn.node is node:
@@ -393,6 +402,8 @@ class PySource:
                 info = self.classes.get(node.value)
                 return _DataclassNS(node.value, parsed=False) if info is not None else None
             kind, obj, def_scope = found
+            if kind == "param" and self.hydra is not None and self._is_hydra_main(def_scope):
+                return _ConfigNS(self.hydra, "")
             if kind == "param":
                 if obj.annotation:
                     return _DataclassNS(obj.annotation.rsplit(".", 1)[-1], parsed=True)
@@ -500,6 +511,8 @@ class PySource:
         if isinstance(ns, _ConfigNS):
             if ns.config is None:
                 return None
+            if ns.config is self.hydra and ns.prefix + key in self.cli:  # `loss.beta=0.1` on the command line
+                return self.cli[ns.prefix + key]
             return ns.config.get(ns.prefix + key)
         if isinstance(ns, _InstanceNS):
             value = ns.call.kwarg(key)

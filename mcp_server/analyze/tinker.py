@@ -142,6 +142,12 @@ def _calls(src: PySource, ev: Evidence) -> None:
         loc = src.imports_module(module)
         if loc is not None:
             ev.vote(algorithm, loc, f"imports {module}", 1)
+    for call in src.calls:  # the cookbook trainer the script configures and runs decides
+        if call.name in {"Config", "main"} and call.qualname.startswith("tinker_cookbook."):
+            module = call.qualname.rsplit(".", 1)[0]
+            algorithm = next((alg for prefix, alg in _COOKBOOK_MODULES.items() if module.startswith(prefix)), None)
+            if algorithm is not None:
+                ev.vote(algorithm, call.loc, f"{module}.{call.name}", 2)
     for call in src.calls:
         name = call.name.removesuffix("_async")
         if name == "create_lora_training_client":

@@ -43,6 +43,13 @@ class YamlConfig:
             self._walk(node, "")
         self._resolve_interpolations()
 
+    @classmethod
+    def from_values(cls, label: str, values: dict[str, Value]) -> "YamlConfig":
+        """A config made of values read elsewhere (a hydra composition of several files)."""
+        config = cls("{}", label)
+        config.values = dict(values)
+        return config
+
     def __contains__(self, key: str) -> bool:
         return key in self.values
 
