@@ -68,7 +68,11 @@ def analyze(project: Project, ev: Evidence) -> None:
     if datasets is not None and isinstance(datasets.value, list):
         paths = [d["path"] for d in datasets.value if isinstance(d, dict) and isinstance(d.get("path"), str)]
         if paths:
-            ev.setting("dataset", datasets.with_value(paths if len(paths) > 1 else paths[0]))
+            key = "training.datasets" if config.get("training.datasets") is datasets else "dataset.datasets"
+            line = next((y.yaml.item_lines[f"{key}.0.path"] for y in project.yamls()
+                         if y.yaml.label == datasets.loc.path and f"{key}.0.path" in y.yaml.item_lines), None)
+            where = datasets if line is None else Value(datasets.value, Loc(datasets.loc.path, line), datasets.level)
+            ev.setting("dataset", where.with_value(paths if len(paths) > 1 else paths[0]))
 
     rl = any(k in config for k in ("group_size", "policy.sampling_params.n", "policy.sampling_config.n"))
     first = next(iter(config.values())).loc if config else Loc(project.primary.label, 1)

@@ -23,6 +23,7 @@ class YamlConfig:
         self.label = label
         self.level = level
         self.values: dict[str, Value] = {}
+        self.item_lines: dict[str, int] = {}  # `key.0.path` -> line, for mappings inside lists
         try:
             node = yaml.compose(text, Loader=yaml.SafeLoader)
         except yaml.YAMLError as exc:
@@ -77,6 +78,12 @@ class YamlConfig:
             if isinstance(value_node, yaml.MappingNode):
                 self._walk(value_node, key + ".")
                 continue
+            if isinstance(value_node, yaml.SequenceNode):
+                for i, item in enumerate(value_node.value):
+                    if isinstance(item, yaml.MappingNode):
+                        for k, _ in item.value:
+                            if isinstance(k, yaml.ScalarNode):
+                                self.item_lines[f"{key}.{i}.{k.value}"] = k.start_mark.line + 1
             self.values[key] = Value(self._construct(value_node), Loc(self.label, line), self.level)
 
     def _construct(self, node: yaml.Node) -> Any:
