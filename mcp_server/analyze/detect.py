@@ -18,7 +18,7 @@ def detect(project: Project) -> tuple[str, Loc]:
     if primary.shell is not None:
         return _from_shell(project, primary)
     if primary.python is not None:
-        found = framework_of_python(primary.python)
+        found = framework_of_python(primary.python) or _from_companions(project)
         if found is None:
             raise MintMigrateError(
                 f"{primary.label}:1: no training setup found: no {framework_list()} import, and no PyTorch "
@@ -33,6 +33,16 @@ def framework_of_python(src: PySource) -> tuple[str, Loc] | None:
         loc = analyzer.python_signal(src)
         if loc is not None:
             return analyzer.name, loc
+    return None
+
+
+def _from_companions(project: Project) -> tuple[str, Loc] | None:
+    """The primary file says nothing (a launcher module importing the project's own trainer): the
+    other Python files given decide."""
+    for f in project.pythons():
+        found = framework_of_python(f.python)
+        if found is not None:
+            return found
     return None
 
 
@@ -57,6 +67,8 @@ def _from_shell(project: Project, primary: InputFile) -> tuple[str, Loc]:
         if framework is not None:
             return framework, command.loc
     command, script = project.launches[0]
+    if script is not None and _from_companions(project) is not None:
+        return _from_companions(project)[0], command.loc
     if command.script and script is None:
         flags = {a.name for a in command.flags()}
         if flags & _TRL_FLAGS:

@@ -41,7 +41,10 @@ _NAMED = {  # variable / argparse names -> settings, when the loop code itself c
 
 
 def is_training_script(src: PySource) -> bool:
-    return bool(src.calls_named("backward")) or bool(optimizer_lr(src)) or bool(src.calls_named(*_HF_TRAINERS))
+    """A loop (backward, an optimizer), transformers' Trainer, or a hydra-configured program that
+    builds an optimizer over a model's parameters (`getattr(torch.optim, cfg.optimizer)(...)`)."""
+    return (bool(src.calls_named("backward")) or bool(optimizer_lr(src)) or bool(src.calls_named(*_HF_TRAINERS))
+            or (bool(src.calls_named("parameters")) and any(c.qualname == "hydra.main" for c in src.calls)))
 
 
 def analyze(project: Project, ev: Evidence) -> None:
@@ -56,6 +59,7 @@ def analyze(project: Project, ev: Evidence) -> None:
         _settings(src, ev)
         _algorithm(src, ev)
         _constructs(src, ev)
+    _hf_flags(project, ev)
     if not found_loop:
         raise MintMigrateError(
             f"{project.primary.label}:1: no training loop found (no optimizer, no loss.backward()); pass the script "
@@ -64,6 +68,26 @@ def analyze(project: Project, ev: Evidence) -> None:
 
 
 _HF_TRAINERS = ("Trainer", "Seq2SeqTrainer")
+
+
+# Flags of an HfArgumentParser script (TrainingArguments and the usual model/data argument names).
+_HF_FLAG_EXTRAS = {"data_path": "dataset", "dataset": "dataset", "model_max_length": "max_seq_length",
+                   "lora_r": "lora.rank", "lora_alpha": "lora.alpha", "source_max_len": "max_prompt_length",
+                   "target_max_len": "max_response_length"}
+
+
+def _hf_flags(project: Project, ev: Evidence) -> None:
+    """Scripts whose settings come from HfArgumentParser dataclasses: the flags of their launch
+    command (or usage docstring) name TrainingArguments fields."""
+    from mcp_server.analyze.trl import FIELDS
+
+    if not any(f.python.parsed_dataclasses() for f in project.pythons()):
+        return
+    for f in project.pythons():
+        for name, value in f.python.cli.items():
+            setting = FIELDS.get(name) or _HF_FLAG_EXTRAS.get(name)
+            if setting is not None and not (setting == "max_steps" and (as_int(value.value) or 0) <= 0):
+                ev.setting(setting, value)
 
 
 def _hf_trainer(src: PySource, ev: Evidence) -> None:
@@ -85,7 +109,8 @@ def _settings(src: PySource, ev: Evidence) -> None:
     if model is not None:
         ev.setting("base_model", model_id(model))
     loads = dataset_calls(src)
-    if loads:
+    ids = {str(v.value) for v in (dataset_id(c) for c in loads) if v is not None}
+    if loads and len(ids) <= 1:  # several literal ids: a loader that picks one by name, not a fact
         ev.setting("dataset", dataset_id(loads[0]))
     for call, lr in optimizer_lr(src)[:1]:
         ev.setting("learning_rate", lr)
@@ -174,11 +199,28 @@ def _algorithm(src: PySource, ev: Evidence) -> None:
                     first["generate"])
         if "clamp" in calls and "ratio" in text:
             ev.extra("clipped", Value(True, first["clamp"]))
+    elif _hydra_loss_group(src) is not None:
+        algorithm, where, what = _hydra_loss_group(src)
+        ev.vote(algorithm, where, f"the hydra config group selected: {what}", 2)
     elif calls & {"cross_entropy", "CrossEntropyLoss", "nll_loss"} or _uses_model_loss(src):
         loc = next((first[n] for n in ("cross_entropy", "CrossEntropyLoss", "nll_loss") if n in first), None)
         ev.vote("sft", loc or _loss_loc(src), "token cross-entropy loss", 2)
     else:
         ev.vote("other", None, "the loss does not match SFT, DPO, distillation or policy-gradient shapes", 0)
+
+
+_GROUP_ALGORITHMS = {"sft": "sft", "dpo": "dpo", "kto": "kto", "orpo": "orpo", "ipo": "dpo", "grpo": "grpo",
+                     "ppo": "ppo", "rloo": "reinforce", "reinforce": "reinforce"}
+
+
+def _hydra_loss_group(src: PySource):
+    """`loss=dpo` on the command line (or the defaults list) of a hydra program whose loss lives
+    elsewhere: (algorithm, where, what)."""
+    for group in ("loss", "algorithm", "trainer"):
+        chosen = src.cli.get(group)
+        if chosen is not None and str(chosen.value).lower() in _GROUP_ALGORITHMS:
+            return _GROUP_ALGORITHMS[str(chosen.value).lower()], chosen.loc, f"{group}={chosen.value}"
+    return None
 
 
 def _uses_model_loss(src: PySource) -> bool:

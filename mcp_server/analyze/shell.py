@@ -435,11 +435,33 @@ class ShellScript:
                 for word in words for field in self._fields(word, positional)]
         if not toks:
             return
+        if self._inline_script(toks, positional):
+            return
         if (toks[0].text or "").startswith("--") and self.commands:
             self.stray_flags.append(Loc(self.label, toks[0].line))
         command = self._launch(toks, env, launchers=[])
         if command is not None:
             self.commands.append(command)
+
+    def _inline_script(self, toks: list[Tok], positional: list[Text] | None) -> bool:
+        """`[srun ...] bash -c "..."`: the string is a script of its own, run here (its lines are
+        the lines it is written on; what the outer shell expanded stays expanded)."""
+        i = 0
+        while i < len(toks) and (toks[i].text or "").rsplit("/", 1)[-1] in _WRAPPERS:
+            i += 1
+            while i < len(toks) and (toks[i].raw.startswith("-") or toks[i].key is not None):
+                i += 1
+        if i + 2 >= len(toks) + 1 or (toks[i].text or "").rsplit("/", 1)[-1] not in {"bash", "sh", "zsh"}:
+            return False
+        if i + 2 > len(toks) - 1 + 1 or i + 1 >= len(toks) or toks[i + 1].text != "-c" or i + 2 >= len(toks):
+            return False
+        body = toks[i + 2]
+        try:
+            commands = Lexer(body.raw, body.line, self.label).run()
+        except MintMigrateError:
+            return True  # an inline script we cannot read: nothing to follow
+        self._run(commands, positional, 1)
+        return True
 
     def _value_of(self, tok: Tok) -> Value:
         loc = Loc(self.label, tok.line)
@@ -522,8 +544,7 @@ class ShellScript:
                 i += 1
                 continue
             if "=" in text:
-                options.append(self._flag_arg(tok, text.split("=", 1)[0], tok.value_text,
-                                              tok.key_value_loc if tok.value_text is not None else None))
+                options.append(self._flag_arg(tok, text.split("=", 1)[0], tok.value_text, tok.key_value_loc))
                 i += 1
                 continue
             takes_value = text not in bare and i + 1 < len(toks) and not (toks[i + 1].raw or "").endswith(".py")
@@ -553,7 +574,7 @@ class ShellScript:
             raw = tok.value_partial if tok.raw.startswith("-") and "=" in tok.raw else tok.partial
         if text is None:
             self.unresolved.append((Loc(self.label, tok.line), tok.raw))
-            return Arg(_norm(flag), flag, None, "flag", _unquote(raw), Loc(self.label, tok.line))
+            return Arg(_norm(flag), flag, None, "flag", _unquote(raw), loc)
         return Arg(_norm(flag), flag, Value(parse_scalar(text), loc, self.level), "flag", _unquote(raw), loc)
 
     def _finish(self, program: str, module: str | None, script: str | None, sub: str | None,
@@ -603,7 +624,7 @@ class ShellScript:
                 raw = tok.value_partial or (_unquote(tok.raw.split("=", 1)[1]) if "=" in tok.raw else "")
                 if tok.value_text is None:
                     self.unresolved.append((Loc(self.label, tok.line), tok.raw))
-                    args.append(Arg(m.group(2), tok.key, None, "override", raw, Loc(self.label, tok.line)))
+                    args.append(Arg(m.group(2), tok.key, None, "override", raw, loc))
                 else:
                     args.append(Arg(m.group(2), tok.key, Value(parse_scalar(tok.value_text), loc, self.level),
                                     "override", raw, loc))
