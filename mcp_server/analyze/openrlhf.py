@@ -111,8 +111,8 @@ def analyze(project: Project, ev: Evidence) -> None:
         value = arg.value
         if value is None and setting in {"dataset", "base_model"}:
             value = arg.literal(Level.COMMAND)
-        if setting == "max_seq_length" and rl:
-            continue  # in PPO, max_len bounds prompt + response; the two are read separately
+        if setting == "num_epochs" and rl:
+            continue  # in the PPO-family trainer, max_epochs is update epochs per rollout batch (MULTI_UPDATE)
         if setting == "lora.rank" and value is not None and as_number(value.value) == 0:
             continue
         ev.setting(setting, value)
@@ -174,6 +174,7 @@ def _warnings(project: Project, flags: dict[str, Arg], algorithm: Algorithm, ev:
         ev.extra("clip_low", _value(flags, "eps_clip", "actor.eps_clip"))
         pair = _value(flags, "eps_clip_low_high", "actor.eps_clip_low_high")
         if pair is not None and isinstance(pair.value, list) and len(pair.value) == 2:
+            ev.setting("clip_ratio", pair.with_value(pair.value[0]))
             ev.extra("clip_low", pair.with_value(pair.value[0]))
             ev.extra("clip_high", pair.with_value(pair.value[1]))
         epochs = _value(flags, "max_epochs", "train.max_epochs")

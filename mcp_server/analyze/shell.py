@@ -57,6 +57,7 @@ class Text:
     unresolved (then it is the expansion as written, `$HOME`)."""
 
     chars: list[tuple[str, int, bool]] = field(default_factory=list)
+    spans: list[tuple[int, int, int]] = field(default_factory=list)  # (start, end, line) of whole variables
 
     @property
     def resolved(self) -> bool:
@@ -71,7 +72,11 @@ class Text:
         return "".join(c for c, _, _ in self.chars)
 
     def line(self) -> int | None:
-        """The line every character came from, when they share one."""
+        """Where the value is written: the line that sets the variable it is made of, else the line
+        every character came from, when they share one."""
+        whole = [line for start, end, line in self.spans if start == 0 and end == len(self.chars)]
+        if whole:
+            return whole[0]
         lines = {line for _, line, _ in self.chars}
         return lines.pop() if len(lines) == 1 else None
 
@@ -83,7 +88,7 @@ class Text:
 
     def cut(self, start: int) -> "Text":
         """The characters from `start` on (for the value of `key=value`)."""
-        return Text(list(self.chars[start:]))
+        return Text(list(self.chars[start:]), [(a - start, b - start, line) for a, b, line in self.spans if a >= start])
 
 
 @dataclass
@@ -123,7 +128,8 @@ class Arg:
             return self.value
         if not self.raw or self.loc is None:
             return None
-        return Value(self.raw, self.loc, level)
+        text = self.raw.strip()
+        return Value(parse_scalar(text) if text.startswith("[") and text.endswith("]") else self.raw, self.loc, level)
 
 
 @dataclass
@@ -348,7 +354,10 @@ class ShellScript:
             elif split and not part.quoted:
                 add_split(value)
             else:
+                start = len(fields[-1].chars)
                 fields[-1].extend(value)
+                if part.kind == "var" and part.text in self.variables and self.variables[part.text].loc is not None:
+                    fields[-1].spans.append((start, len(fields[-1].chars), self.variables[part.text].loc.line))
                 keep[-1] = keep[-1] or part.quoted
         return [f for f, k in zip(fields, keep) if f.chars or k]
 

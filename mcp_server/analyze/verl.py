@@ -266,7 +266,7 @@ def _reward_alone(project: Project, ev: Evidence) -> None:
         where = reward_module(f.python)
         if where is None:
             continue
-        ev.setting("reward_functions", Value([f"{f.label}:compute_score"], where, Level.CODE))
+        ev.setting("reward_functions", Value(["compute_score"], where, Level.CODE))
         ev.extra("kind_hint", Value("grpo", where))
         ev.vote("other", where, "a verl reward function (compute_score) with no trainer config or launch command", 0)
         ev.construct("compute_score(data_source, solution_str, ground_truth, extra_info)", where,
