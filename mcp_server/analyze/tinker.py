@@ -28,7 +28,7 @@ FIELDS = {
     "max_tokens": "max_response_length", "max_length": "max_seq_length",
     "num_epochs": "num_epochs", "max_steps": "max_steps",
     "temperature": "temperature", "kl_penalty_coef": "kl_coef", "dpo_beta": "beta", "beta": "beta",
-    "dataset": "dataset", "dataset_name": "dataset", "hf_dataset": "dataset",
+    "dataset": "dataset", "dataset_name": "dataset", "hf_dataset": "dataset", "env": "dataset",
 }
 _COOKBOOK_MODULES: dict[str, Algorithm] = {
     "tinker_cookbook.supervised": "sft", "tinker_cookbook.rl": "grpo", "tinker_cookbook.preference": "dpo",
@@ -182,6 +182,9 @@ def _calls(src: PySource, ev: Evidence) -> None:
         elif call.name == "SamplingParams":
             ev.setting("max_response_length", call.kwarg("max_tokens"))
             ev.setting("temperature", call.kwarg("temperature"))
+        elif call.name == "apply" and isinstance(call.node.func, cst.Attribute) and isinstance(call.node.func.value, cst.Call) \
+                and (dotted_name(call.node.func.value.func) or "").endswith("Blueprint"):
+            _blueprint(src, call, ev)  # chz.Blueprint(train.Config).apply({"learning_rate": 2e-4, ...})
         elif call.name == "Config" or call.name.endswith(("DatasetBuilder", "CommonConfig", "Config")):
             for key, value in call.kwargs().items():
                 setting = FIELDS.get(key)
@@ -194,6 +197,21 @@ def _calls(src: PySource, ev: Evidence) -> None:
         ev.vote(LOSSES[loss.value], loss.loc, f"loss_fn='{loss.value}'", 2)
     if loss is not None and loss.value in {"gspo"}:
         ev.set_variant("gspo", loss.loc)
+
+
+def _blueprint(src: PySource, call: CallSite, ev: Evidence) -> None:
+    values = call.arg_node(0)
+    if not isinstance(values, cst.Dict):
+        return
+    for element in values.elements:
+        if not isinstance(element, cst.DictElement):
+            continue
+        key = src.evaluate(element.key, call.scope)
+        setting = FIELDS.get(key.value) if key is not None and isinstance(key.value, str) else None
+        if setting is not None:
+            ev.setting(setting, src.evaluate(element.value, call.scope))
+        elif key is not None and key.value == "loss_fn":
+            ev.extra("loss_fn", src.evaluate(element.value, call.scope))
 
 
 def _mentions(src: PySource, words: tuple[str, ...]) -> bool:

@@ -5,7 +5,7 @@ Both spellings of the config are read: the current one (`policy.engine_args`, `p
 `batch_size`). `${key}` interpolations are followed to the line that sets the value.
 """
 
-from mcp_server.analyze.evidence import Evidence, Loc, Value
+from mcp_server.analyze.evidence import Evidence, Level, Loc, Value
 from mcp_server.analyze.inputs import Project
 from mcp_server.analyze.pycommon import function_names, infra_imports, server_side
 from mcp_server.analyze.scalars import as_number
@@ -110,7 +110,7 @@ def analyze(project: Project, ev: Evidence) -> None:
                     server_side(ev, "vLLM Generator service", call.loc)
             if call.name in {"SimpleGRPOLoss", "GRPOLoss"}:
                 ev.vote("grpo", call.loc, f"{call.name}(...)", 3)
-                beta = call.kwarg("beta")
+                beta = call.kwarg("beta") or src.field_value(call.name, "beta", parsed=False)
                 ev.setting("kl_coef", beta)
                 ev.construct(f"{call.name}(beta=...)", call.loc, "forward_backward(data, 'importance_sampling')",
                              "per-token mean in forge, sum on MinT: scale advantages by 1/len for parity")
@@ -123,6 +123,11 @@ def analyze(project: Project, ev: Evidence) -> None:
                 names = function_names(call.kwarg_node("reward_functions"), src, call.scope)
                 if names:
                     ev.setting("reward_functions", Value(names, src.loc(call.kwarg_node("reward_functions"))))
+        for fn in src.functions.values():  # a GRPO loss written in the app: `def simple_grpo_loss(..., beta=0.1)`
+            if "grpo" in fn.name.lower() and "loss" in fn.name.lower() and "beta" in fn.params \
+                    and fn.params["beta"].default is not None and ev.best("kl_coef") is None:
+                default = src.evaluate(fn.params["beta"].default, fn.node)
+                ev.setting("kl_coef", None if default is None else Value(default.value, default.loc, Level.DEFAULT))
         if src.imports_module("forge.actors.trainer") and not ev.votes:
             ev.vote("sft", src.imports_module("forge.actors.trainer"), "a torchforge trainer without GRPO", 0)
         for module in ("apps.sft", "forge.apps.sft"):
