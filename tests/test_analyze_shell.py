@@ -228,3 +228,18 @@ def test_usage_commands_in_prose_are_found_and_prose_is_ignored():
     [cmd] = commands_in_text(text, "sft.py", 10)
     lr = cmd.args[0].value
     assert lr.value == 2e-5 and lr.loc == Loc("sft.py", 13) and lr.level == Level.EXAMPLE
+
+
+def test_an_inline_bash_c_script_is_run_with_its_own_lines():
+    script = ShellScript(
+        "BETA=$1\n"
+        'srun --nodes=1 bash -c "\n'
+        "export MODEL=Qwen/Qwen3-8B\n"
+        "accelerate launch train.py loss=dpo ++model.name_or_path=\\$MODEL ++loss.beta=${BETA}\n"
+        '"\n',
+        "run.sh",
+    )
+    [cmd] = script.commands
+    args = {a.name: a for a in cmd.args}
+    assert args["model.name_or_path"].value == Value("Qwen/Qwen3-8B", Loc("run.sh", 3), Level.COMMAND)
+    assert args["loss.beta"].value is None and args["loss.beta"].raw == "$1"  # the outer shell expanded ${BETA}

@@ -37,7 +37,7 @@ class InputFile:
     python: PySource | None = None
     shell: ShellScript | None = None
     yaml: YamlConfig | None = None
-    auto: bool = False  # read because a launch command named it, not given by the user
+    auto: bool = False  # found from the inputs (named by a command or script, or the app beside a config)
     launched_by: Command | None = None  # the launch command that runs this script
     example: Command | None = None  # else: the usage command quoted in its docstring, if any
 
@@ -196,8 +196,9 @@ def _link_launches(project: Project) -> None:
                 # hydra's `--config-path=DIR --config-name=NAME`: DIR/NAME.yaml
                 _follow_config(project, f, f"{named.get('config_path', '.')}/{hydra_name}.yaml")
             for arg in command.args:  # `run_sft.py recipes/m/sft/config.yaml`: a recipe given by position
-                if arg.kind == "positional" and arg.value is not None and str(arg.value.value).endswith((".yaml", ".yml")):
-                    _follow_config(project, f, str(arg.value.value))
+                written = str(arg.value.value) if arg.value is not None else ""
+                if arg.kind == "positional" and written.endswith((".yaml", ".yml")):
+                    _follow_config(project, f, written)
             project.launches.append((command, script_file))
             if script_file is not None and script_file.python is not None and script_file.launched_by is None:
                 script_file.launched_by = command

@@ -56,7 +56,8 @@ def analyze_inputs(source_path: Path, config_paths: list[Path]) -> Analysis:
         mint=mint,
         warnings=warnings,
         constructs=ev.constructs,
-        inputs=[f.label + (" (read because a launch command names it)" if f.auto else "") for f in project.files],
+        inputs=[f.label + (" (found from the inputs: named by them, or the app beside a config)" if f.auto else "")
+                for f in project.files],
     )
     return Analysis(plan, ev.tinker_fixes)
 
@@ -80,8 +81,9 @@ def _launch_context(project: Project, ev: Evidence) -> None:
     for f in project.infra_configs():
         values = f.yaml.values
         # accelerate's config file sets the process count when the command line does not
-        if "num_processes" in values and isinstance(values["num_processes"].value, int) and "world_size" not in ev.extras:
-            ev.extra("world_size", values["num_processes"])
+        processes = values.get("num_processes")
+        if processes is not None and isinstance(processes.value, int) and "world_size" not in ev.extras:
+            ev.extra("world_size", processes)
         keys = ("distributed_type", "deepspeed_config.zero_stage", "zero_optimization.stage")
         what = next((f"{k}={values[k].value}" for k in keys if k in values), "cluster settings")
         loc = next((values[k].loc for k in keys if k in values), None)

@@ -488,7 +488,9 @@ class PySource:
             found = self.definition(owner.value, scope, self.line(owner))
             call = found[1].value if found and found[0] == "assign" else None
             scope = found[2] if found else scope
-        if not isinstance(call, cst.Call) or not self._is_parser_factory((dotted_name(call.func) or "").rsplit(".", 1)[-1]):
+        if not isinstance(call, cst.Call):
+            return []
+        if not self._is_parser_factory((dotted_name(call.func) or "").rsplit(".", 1)[-1]):
             return []
         node = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "dataclass_types"),
                     None) or (call.args[0].value if call.args and call.args[0].keyword is None else None)

@@ -239,7 +239,8 @@ class ShellScript:
             if depth == 0:  # `f() ( ... )` or a one-line body we do not follow
                 j -= 1
                 break
-            body.append(RawCommand(words, commands[j - 1].conditional, commands[j - 1].funcdef, commands[j - 1].heredoc))
+            previous = commands[j - 1]
+            body.append(RawCommand(words, previous.conditional, previous.funcdef, previous.heredoc))
         self._functions[name] = body
         return j
 
@@ -460,9 +461,9 @@ class ShellScript:
             i += 1
             while i < len(toks) and (toks[i].raw.startswith("-") or toks[i].key is not None):
                 i += 1
-        if i + 2 >= len(toks) + 1 or (toks[i].text or "").rsplit("/", 1)[-1] not in {"bash", "sh", "zsh"}:
+        if i + 2 >= len(toks) or (toks[i].text or "").rsplit("/", 1)[-1] not in {"bash", "sh", "zsh"}:
             return False
-        if i + 2 > len(toks) - 1 + 1 or i + 1 >= len(toks) or toks[i + 1].text != "-c" or i + 2 >= len(toks):
+        if toks[i + 1].text != "-c":
             return False
         body = toks[i + 2]
         try:
