@@ -12,6 +12,7 @@ import libcst as cst
 from mcp_server.analyze.evidence import Evidence, Loc, Value
 from mcp_server.analyze.inputs import Project
 from mcp_server.analyze.pycommon import (
+    function_names,
     dataset_calls,
     dataset_id,
     infra_imports,
@@ -121,6 +122,7 @@ def _settings(src: PySource, ev: Evidence) -> None:
         break
     for call in src.calls_named("LoraConfig"):
         lora_from_peft(call, ev)
+    _reward_functions(src, ev)
     for target, iterator, scope, loc in src.loops:
         if not (isinstance(iterator, cst.Call) and dotted_name(iterator.func) == "range" and iterator.args):
             continue
@@ -153,6 +155,21 @@ def _settings(src: PySource, ev: Evidence) -> None:
         if value is None and name in src.assigns:
             value = _module_constant(src, name)
         ev.setting(setting, value)
+
+
+_REWARD_KWARGS = ("reward_function", "reward_fn", "reward_funcs", "reward_functions")
+
+
+def _reward_functions(src: PySource, ev: Evidence) -> None:
+    """A reward function the loop hands to its rollout (`rollout(..., reward_function=reward_function)`),
+    preferring the call in the function that also builds the optimizer (training, not evaluation)."""
+    optimizer_scopes = {call.scope for call, _ in optimizer_lr(src)}
+    sites = [(call, key) for call in src.calls for key in _REWARD_KWARGS if call.kwarg_node(key) is not None]
+    sites.sort(key=lambda site: site[0].scope not in optimizer_scopes)
+    for call, key in sites[:1]:
+        names = function_names(call.kwarg_node(key), src, call.scope)
+        if names:
+            ev.setting("reward_functions", Value(names, src.loc(call.kwarg_node(key))))
 
 
 def _is_loss(node: cst.BaseExpression) -> bool:

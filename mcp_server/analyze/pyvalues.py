@@ -300,12 +300,13 @@ class PySource:
             return None
         qual = self.qualify(name)
         args = [a for a in node.args if a.keyword is None and not a.star]
-        if qual in {"int", "float", "str", "bool"} and len(args) == 1:
+        if qual in {"int", "float", "str", "bool", "Path", "pathlib.Path"} and len(args) == 1:
             inner = self.evaluate(args[0].value, scope, depth + 1)
             if inner is None:
                 return None
             try:
-                return inner.with_value({"int": int, "float": float, "str": str, "bool": bool}[qual](inner.value))
+                cast = {"int": int, "float": float, "str": str, "bool": bool}.get(qual, str)  # a Path is its text
+                return inner.with_value(cast(inner.value))
             except (TypeError, ValueError):
                 return None
         if qual in {"os.environ.get", "os.getenv"} and len(args) >= 2:
