@@ -16,6 +16,7 @@ from pydantic import BaseModel
 from mcp_server import __version__
 from mcp_server.errors import MintMigrateError
 from mcp_server.render import ScaffoldOptions
+from mcp_server.sdk_facts import RL_LOSSES
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 
@@ -255,7 +256,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("scaffold", help="write a runnable MinT train.py for a training kind")
     p.add_argument("kind", choices=["sft", "grpo", "dpo", "distill"])
     p.add_argument("--base-model", help="default --base-model of the script")
-    p.add_argument("--loss-fn", choices=["importance_sampling", "ppo", "cispo", "dro"], help="grpo loss")
+    p.add_argument("--loss-fn", choices=RL_LOSSES, help="grpo loss")
     for name, kind in SCAFFOLD_TUNING.items():
         flag = "--" + name.replace("_", "-")
         p.add_argument(flag, type=kind, help=ScaffoldOptions.model_fields[name].description)

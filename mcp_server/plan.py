@@ -8,12 +8,14 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from mcp_server.sdk_facts import LOSS_NAMES
+
 Framework = Literal["trl", "verl", "openrlhf", "torchforge", "tinker", "pytorch", "unknown"]
 Algorithm = Literal[
     "sft", "dpo", "grpo", "ppo", "reinforce", "kto", "orpo", "reward_model", "distillation", "other"
 ]
 ScaffoldKind = Literal["sft", "grpo", "dpo", "distill"]
-LossFn = Literal["cross_entropy", "importance_sampling", "ppo", "cispo", "dro"]
+LossFn = Literal[LOSS_NAMES]  # tinker 0.22.0 LossFnType (sdk_facts)
 Severity = Literal["error", "warning"]
 
 

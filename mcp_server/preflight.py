@@ -24,24 +24,17 @@ import httpx
 import libcst as cst
 from pydantic import BaseModel, Field
 
+from mcp_server import sdk_facts
 from mcp_server.lint.context import build_context, mask_secret, string_value
 
-MINT_DEFAULT_BASE_URL = "https://mint.macaron.xin"  # what mindlab-toolkit 0.2.0 falls back to
-PINNED_TINKER = "0.22.0"
-PINNED_TOOLKIT = "0.2.0"
-MAX_COOKBOOK = (0, 4, 1)
+MINT_DEFAULT_BASE_URL = sdk_facts.MINT_DEFAULT_BASE_URL  # what mindlab-toolkit 0.2.0 falls back to
+PINNED_TINKER = sdk_facts.TINKER_VERSION
+PINNED_TOOLKIT = sdk_facts.MINDLAB_TOOLKIT_VERSION
+MAX_COOKBOOK = tuple(int(part) for part in sdk_facts.TINKER_COOKBOOK_MAX_VERSION.split("."))
 HTTP_TIMEOUT = httpx.Timeout(3.0, connect=2.0)
 DNS_TIMEOUT_S = 2.0
-# Models MinT's own material names (mint-cookbook cheatsheet §11, mindlab-toolkit TESTING.md);
-# used only when the endpoint cannot be asked. get_server_capabilities is the authority.
-DOCUMENTED_MODELS = (
-    "Qwen/Qwen3-0.6B",
-    "Qwen/Qwen3-4B-Instruct-2507",
-    "Qwen/Qwen3-4B-Thinking-2507",
-    "Qwen/Qwen3-30B-A3B-Instruct-2507",
-    "Qwen/Qwen3-235B-A22B-Instruct-2507",
-    "Qwen/Qwen3.6-35B-A3B",
-)
+# Used only when the endpoint cannot be asked; get_server_capabilities is the authority.
+DOCUMENTED_MODELS = sdk_facts.MINT_DOCUMENTED_MODELS
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model")
 BASE_MODEL_DESTS = ("base_model", "model_name", "model", "model_name_or_path", "base_model_name")
 AUTH_FIX = (
@@ -183,13 +176,14 @@ def _cookbook() -> PreflightCheck:
     if version is None:
         return PreflightCheck(name="tinker-cookbook", status="ok", message="tinker-cookbook not installed (optional).")
     if _version_tuple(version) <= MAX_COOKBOOK:
-        return PreflightCheck(name="tinker-cookbook", status="ok", message=f"tinker-cookbook {version} (<= 0.4.1, works with tinker 0.22.0)")
+        return PreflightCheck(name="tinker-cookbook", status="ok", message=f"tinker-cookbook {version} (<= {sdk_facts.TINKER_COOKBOOK_MAX_VERSION}, works with tinker {PINNED_TINKER})")
     return PreflightCheck(
         name="tinker-cookbook",
         status="fail",
-        message=f"tinker-cookbook {version} installed; only <= 0.4.1 works with tinker 0.22.0 (later releases "
-        "need tinker >= 0.22.3 and use the 0.38 API).",
-        fix="pip install tinker-cookbook==0.4.1  (or uninstall it if the script does not use it)",
+        message=f"tinker-cookbook {version} installed; only <= {sdk_facts.TINKER_COOKBOOK_MAX_VERSION} works with "
+        f"tinker {PINNED_TINKER} (later releases need tinker >= 0.22.3 and use the 0.38 API).",
+        fix=f"pip install tinker-cookbook=={sdk_facts.TINKER_COOKBOOK_MAX_VERSION}  (or uninstall it if the script "
+        "does not use it)",
     )
 
 
@@ -547,7 +541,7 @@ def _base_model_check(script: Path, found: tuple[str, int] | None, served: list[
         return PreflightCheck(
             name=name, status="warn",
             message=f"{script.name} does not name its base model (no --base-model default, base_model= literal or BASE_MODEL).",
-            fix="Give the script a default: parser.add_argument('--base-model', default='Qwen/Qwen3-4B-Instruct-2507').",
+            fix=f"Give the script a default: parser.add_argument('--base-model', default='{sdk_facts.DEFAULT_BASE_MODEL}').",
         )
     model, line = found
     where = f"{script.name}:{line}"

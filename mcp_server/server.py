@@ -25,6 +25,7 @@ from mcp_server.lint import LintReport
 from mcp_server.plan import LossFn, ScaffoldKind
 from mcp_server.preflight import PreflightReport
 from mcp_server.render import ScaffoldOptions, ScaffoldResult
+from mcp_server.sdk_facts import RL_LOSSES
 from mcp_server.smoke import SmokeProgress, SmokeVerdict
 
 INSTRUCTIONS = """\
@@ -95,7 +96,7 @@ def create_server(workspace: Path | None = None) -> MCPServer:
         kind: Annotated[ScaffoldKind, Field(description="sft, grpo, dpo or distill.")],
         base_model: Annotated[str | None, Field(description="Default --base-model of the script.")] = None,
         loss_fn: Annotated[
-            LossFn | None, Field(description="grpo only: importance_sampling (default), ppo, cispo or dro.")
+            LossFn | None, Field(description=f"grpo only: {', '.join(RL_LOSSES)} (the first is the default).")
         ] = None,
         loss_fn_config: Annotated[dict[str, float] | None, _option("loss_fn_config")] = None,
         learning_rate: Annotated[float | None, _option("learning_rate")] = None,
