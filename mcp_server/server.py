@@ -4,6 +4,7 @@ Every tool returns a pydantic model (its JSON schema is the tool's outputSchema)
 engine's MintMigrateError into a ToolError, whose text the model sees and can act on.
 """
 
+import inspect
 from collections.abc import Callable
 from functools import wraps
 from pathlib import Path
@@ -50,6 +51,9 @@ def _user_errors(fn: Callable[P, R]) -> Callable[P, R]:
         except (MintMigrateError, FileNotFoundError, IsADirectoryError, PermissionError) as exc:
             raise ToolError(str(exc)) from exc
 
+    # The docstring is the tool's description and MCPServer sends it as written: dedent it, or every
+    # line after the first reaches the model with the source's indentation.
+    wrapper.__doc__ = inspect.cleandoc(fn.__doc__ or "")
     return wrapper
 
 
@@ -204,13 +208,21 @@ def create_server(workspace: Path | None = None) -> MCPServer:
         script_path: Annotated[
             str | None, Field(description="The train.py to check (base model, tokenizer, lint); optional.")
         ] = None,
+        target: Annotated[
+            Literal["local", "remote"],
+            Field(
+                description="local: ready for a smoke run on mint-local (no key or endpoint needed); "
+                "remote: ready for MinT (key, endpoint, served models)."
+            ),
+        ] = "remote",
     ) -> PreflightReport:
-        """Check Python, mindlab-toolkit / tinker versions, the sk- key bug, MINT_BASE_URL and
-        MINT_API_KEY, the endpoint, the script's base model and tokenizer, and its lint summary."""
+        """Check that a run can start on `target`. Both: Python, mindlab-toolkit / tinker versions and
+        the script's lint summary. local adds mint-local's packages; remote adds the sk- key bug,
+        MINT_BASE_URL and MINT_API_KEY, the endpoint, and the script's base model and tokenizer."""
         from mcp_server.preflight import run_preflight
 
         path = in_workspace(script_path) if script_path else None
-        return await anyio.to_thread.run_sync(lambda: run_preflight(path))
+        return await anyio.to_thread.run_sync(lambda: run_preflight(path, target=target))
 
     @mcp.tool(
         title="Smoke-run a train.py",

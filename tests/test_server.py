@@ -27,6 +27,8 @@ async def test_lists_every_tool_with_schemas_and_annotations(client):
     assert set(tools) == TOOLS
     for tool in tools.values():
         assert tool.description and tool.output_schema, tool.name
+        # dedented: no line of the description starts with the docstring's source indentation
+        assert not any(line.startswith(" ") for line in tool.description.splitlines()), tool.description
         assert tool.annotations is not None and tool.annotations.read_only_hint is not None, tool.name
         assert tool.annotations.open_world_hint is not None, tool.name
     # Annotations must be true: tools that can write a file are not read-only, the network ones are open-world.
