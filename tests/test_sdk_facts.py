@@ -170,3 +170,33 @@ def test_mint_local_losses_follow_the_facts():
         defaults = sdk_facts.loss_fn_config_defaults().get(loss) or {}
         assert losses.resolve_config(loss, None) == defaults, loss
         assert set(losses.SPECS[loss].config_defaults) == set(sdk_facts.LOSS_FN_CONFIG_KEYS[loss]), loss
+
+
+@pytest.mark.slow
+def test_training_futures_have_future_over_http(mint_env):
+    """What the docs and MINT011 say about 0.22.0's futures, on the real SDK against mint-local."""
+    import concurrent.futures
+
+    import mint
+    from mint import types
+    from tinker.lib.public_interfaces.api_future import AwaitableConcurrentFuture
+
+    service_client = mint.ServiceClient()
+    try:
+        training_client = service_client.create_lora_training_client(base_model=mint_env.model_name, rank=4)
+        tokens = [5, 6, 7, 8]
+        datum = types.Datum(
+            model_input=types.ModelInput.from_ints(tokens[:-1]),
+            loss_fn_inputs={"target_tokens": tokens[1:], "weights": [1.0, 1.0, 1.0]},
+        )
+        fb = training_client.forward_backward([datum], "cross_entropy")
+        op = training_client.optim_step(types.AdamParams(learning_rate=1e-4))
+        assert isinstance(fb, AwaitableConcurrentFuture) and isinstance(op, AwaitableConcurrentFuture)
+        underneath = fb.future()
+        assert isinstance(underneath, concurrent.futures.Future)
+        done, pending = concurrent.futures.wait([underneath, op.future()], timeout=120)
+        assert not pending
+        assert underneath.result().metrics["loss:sum"] == fb.result().metrics["loss:sum"] > 0
+        assert not hasattr(fb, "coroutine")  # the 0.38 addition MINT011 still reports
+    finally:
+        service_client.holder.close()

@@ -82,9 +82,12 @@ async def test_prompt_walks_the_workflow_for_a_framework(client):
     assert [p.name for p in prompts] == ["mint-migrate"]
     got = await client.get_prompt("mint-migrate", {"framework": "openrlhf"})
     text = got.messages[0].content.text
-    assert "map_concept(framework='openrlhf')" in text
+    assert "map_concept(framework='openrlhf', concept=...)" in text
     for tool in ("migrate_script", "lint_script", "preflight_check", "launch_smoke_run"):
         assert tool in text
+    # migrate before map; the local preflight needs no key; the paid run needs consent
+    assert text.index("migrate_script") < text.index("map_concept") < text.index("what the plan did not cover")
+    assert "preflight_check(script_path=..., target='local')" in text and "consent" in text
 
 
 @pytest.mark.anyio
