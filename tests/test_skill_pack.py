@@ -379,3 +379,12 @@ def test_loss_facts_in_the_docs_are_sdk_facts():
     assert f"{ppo['clip_low_threshold']:g} / {ppo['clip_high_threshold']:g}" in losses
     assert f"{cispo['clip_low_threshold']:.1f} / {cispo['clip_high_threshold']:.1f}" in losses
     assert f"{sdk_facts.DRO_BETA:g}" in losses  # the beta mint-migrate sends
+
+
+def test_no_doc_strikes_future_future_as_038():
+    """tinker 0.22's training futures have .future(); only .coroutine() is 0.38 (tests/test_sdk_facts.py)."""
+    docs = [SKILL, CHEATSHEET, COMMAND, ROOT / "docs" / "rules.md", *sorted((ROOT / "mcp_server" / "concepts").glob("*.yaml"))]
+    for doc in docs:
+        text = doc.read_text(encoding="utf-8")
+        assert "~~`future.future()`~~" not in text and "~~`.future()`~~" not in text, doc.name
+    assert "`future()`" in CHEATSHEET.read_text(encoding="utf-8")
