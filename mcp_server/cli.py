@@ -163,7 +163,7 @@ def _cmd_lint(args: argparse.Namespace) -> int:
 
         def human() -> str:
             if report.parse_error:  # no rule ran, so there are no counts to report
-                return f"{report.path}: not linted: the file does not parse: {report.parse_error}"
+                return f"{report.path}: not linted: cannot parse: {report.parse_error}"
             lines = [
                 f"{f.path}:{f.line}:{f.col}: {f.id} [{f.severity}] {f.message}\n    fix: {f.fix}"
                 for f in report.findings

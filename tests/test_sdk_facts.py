@@ -153,9 +153,11 @@ def test_cli_and_mcp_offer_the_rl_losses():
     from mcp_server.cli import build_parser
     from mcp_server.server import create_server
 
-    scaffold = build_parser()._subparsers._group_actions[0].choices["scaffold"]
-    [loss_action] = [a for a in scaffold._actions if a.dest == "loss_fn"]
-    assert tuple(loss_action.choices) == sdk_facts.RL_LOSSES
+    for loss in sdk_facts.RL_LOSSES:
+        assert build_parser().parse_args(["scaffold", "grpo", "--loss-fn", loss]).loss_fn == loss
+    for later in sdk_facts.LATER_SDK_LOSSES:
+        with pytest.raises(Exception, match="invalid choice"):
+            build_parser().parse_args(["scaffold", "grpo", "--loss-fn", later])
     tools = {t.name: t for t in asyncio.run(create_server(ROOT).list_tools())}
     prop = tools["scaffold_train_py"].input_schema["properties"]["loss_fn"]
     assert next(a["enum"] for a in prop["anyOf"] if "enum" in a) == list(sdk_facts.LOSS_NAMES)
