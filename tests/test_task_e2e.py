@@ -7,7 +7,6 @@ framework's row format, into a copy of that folder. The reward modules log their
 REWARD_CALL_LOG. One mint-local serves all the smoke runs (smoke.py starts it once per process).
 """
 
-import ast
 import json
 import shutil
 from pathlib import Path
@@ -15,8 +14,9 @@ from pathlib import Path
 import pytest
 
 from mcp_server import smoke
-from mcp_server.analyze import migrate
+from mcp_server.migrate import migrate
 from mcp_server.smoke import format_verdict, run_smoke
+from tests.test_render import constants
 
 FIXTURES = Path(__file__).parent / "fixtures" / "task"
 PROBLEMS = [(a, b) for a in range(2, 9) for b in range(3, 9)][:40]  # 40 arithmetic questions
@@ -79,17 +79,6 @@ def source_copy(tmp_path: Path, framework: str) -> Path:
     return folder
 
 
-def constants(path: Path) -> dict:
-    found = {}
-    for node in ast.parse(path.read_text()).body:
-        if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name):
-            try:
-                found[node.targets[0].id] = ast.literal_eval(node.value)
-            except ValueError:
-                pass
-    return found
-
-
 @pytest.fixture(scope="module", autouse=True)
 def stop_servers_after_module():
     yield
@@ -114,7 +103,7 @@ def migrate_and_smoke(framework: str, tmp_path: Path, monkeypatch) -> tuple[dict
     assert verdict.reward_calls == 16 and verdict.steps_done == 2  # 2 steps x 2 prompts x 4 answers
     calls = [json.loads(line) for line in log.read_text().splitlines()]
     assert calls, "the reward module was never called"
-    return constants(script), calls, tmp_path / "out"
+    return constants(script.read_text()), calls, tmp_path / "out"
 
 
 @pytest.mark.slow

@@ -1,30 +1,19 @@
 """Every migration (all fixtures and examples): no setting dropped silently, MIGRATION.md and train.py
 agree on every value, the chosen LoRA rate never trips the linter, and the rendered scripts lint clean."""
 
-import ast
 import re
 
 import pytest
 
-from mcp_server.analyze import migrate
+from mcp_server.migrate import migrate
 from mcp_server.analyze.choices import LORA_LR_FLOOR
 from mcp_server.lint import lint_source
 from mcp_server.lint.training_rules import LORA_LR_FLOOR as LINT_FLOOR
 from tests.test_migrate import all_inputs
+from tests.test_render import constants
 
 INPUTS = all_inputs()
 IDS = [name for name, _, _ in INPUTS]
-
-
-def constants(source: str) -> dict:
-    found = {}
-    for node in ast.parse(source).body:
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            try:
-                found[node.targets[0].id] = ast.literal_eval(node.value)
-            except ValueError:
-                pass
-    return found
 
 
 def constant_at(values: dict, dotted: str):

@@ -17,7 +17,7 @@ from mcp_server.analyze.evidence import Evidence, Value
 from mcp_server.analyze.inputs import InputFile, Project, add_file
 from mcp_server.analyze.openrlhf import is_openrlhf_command
 from mcp_server.analyze.pycommon import dataset_calls
-from mcp_server.analyze.pysource import PySource
+from mcp_server.analyze.pyvalues import PySource
 from mcp_server.analyze.scalars import as_int, as_number
 from mcp_server.analyze.verl import is_verl_command
 from mcp_server.plan import (
@@ -154,8 +154,15 @@ def _norm(task: Task, mode: str, why: str) -> None:
                                  "per-token weights/advantages (LOSS_NORMALIZATION)")
 
 
-def _value(ev: Evidence, key: str) -> Value | None:
-    return ev.extras.get(key)
+def _updates(task: Task, batch: int | None, mini: int | None, mini_why: str, epochs: int | None,
+             epochs_why: str) -> None:
+    """PPO's shape: the sampled batch split into mini-batches (one optim_step each), and passes over it."""
+    if batch and mini and 0 < mini < batch and batch % mini == 0:
+        task.schedule.minibatches = batch // mini
+        task.schedule.reasons.append(f"{batch // mini} optim_steps per sampled batch = {mini_why}")
+    if epochs and epochs > 1:
+        task.schedule.updates_per_batch = epochs
+        task.schedule.reasons.append(f"{epochs} passes over each sampled batch ({epochs_why})")
 
 
 # --- TRL -----------------------------------------------------------------------------------------
@@ -368,14 +375,8 @@ def _verl(project: Project, ev: Evidence, algorithm: Algorithm, kind: ScaffoldKi
     norm = c.get("algorithm.norm_adv_by_std_in_grpo")
     task.schedule.normalize_advantages = norm is None or norm.value is not False
     prompts, mini = as_int(get("data.train_batch_size")), as_int(get("actor_rollout_ref.actor.ppo_mini_batch_size"))
-    if prompts and mini and 0 < mini < prompts and prompts % mini == 0:
-        task.schedule.minibatches = prompts // mini
-        task.schedule.reasons.append(f"{prompts // mini} optim_steps per sampled batch = data.train_batch_size "
-                                     f"{prompts} / ppo_mini_batch_size {mini}")
-    epochs = as_int(get("actor_rollout_ref.actor.ppo_epochs"))
-    if epochs and epochs > 1:
-        task.schedule.updates_per_batch = epochs
-        task.schedule.reasons.append(f"{epochs} passes over each sampled batch (ppo_epochs)")
+    _updates(task, prompts, mini, f"data.train_batch_size {prompts} / ppo_mini_batch_size {mini}",
+             as_int(get("actor_rollout_ref.actor.ppo_epochs")), "ppo_epochs")
     if str(get("actor_rollout_ref.rollout.mode") or "") == "async":
         task.throughput = f"actor_rollout_ref.rollout.mode=async ({c['actor_rollout_ref.rollout.mode'].loc})"
     task.reward = _verl_reward(project, c)
@@ -387,6 +388,9 @@ def _verl_reward(project: Project, c: dict[str, Value]) -> RewardPlan:
         return RewardPlan(style="verl", status="placeholder", source=str(c["reward_model.enable"].loc),
                           reason="reward_model.enable=True scores with a learned reward model, which MinT does not "
                                  "serve: write a Python reward (or call a MinT sampler as a judge)")
+    given = [f for f in project.pythons() if "compute_score" in f.python.functions]
+    if path is None and given:  # the reward module was given itself (with --config, or alone)
+        return _python_reward(project, ["compute_score"], [1.0], "verl", None)
     if path is None:
         return RewardPlan(style="verl", status="placeholder",
                           reason="no custom_reward_function: verl scores with its built-in scorer for each row's "
@@ -485,15 +489,9 @@ def _openrlhf(project: Project, ev: Evidence, algorithm: Algorithm, kind: Scaffo
     else:
         task.schedule.epochs = 1.0
     rollout, samples = as_int(text("rollout_batch_size")), as_int(text("n_samples_per_prompt")) or 1
-    train = as_int(text("train_batch_size"))
-    if rollout and train and rollout * samples > train and (rollout * samples) % train == 0:
-        task.schedule.minibatches = rollout * samples // train
-        task.schedule.reasons.append(f"{task.schedule.minibatches} optim_steps per sampled batch = rollout_batch_size "
-                                     f"{rollout} x n_samples_per_prompt {samples} / train_batch_size {train}")
-    updates = as_int(text("max_epochs"))
-    if updates and updates > 1:
-        task.schedule.updates_per_batch = updates
-        task.schedule.reasons.append(f"{updates} passes over each sampled batch (max_epochs)")
+    train = as_int(text("train_batch_size", "train.batch_size"))
+    _updates(task, rollout * samples if rollout else None, train, f"rollout_batch_size {rollout} x "
+             f"n_samples_per_prompt {samples} / train_batch_size {train}", as_int(text("max_epochs")), "max_epochs")
     estimator = text("advantage_estimator", "estimator") or "gae"
     task.schedule.normalize_advantages = estimator in {"group_norm", "reinforce_baseline"}
     if _switch(flags, "async_train"):
@@ -682,12 +680,12 @@ def _code_reward(project: Project) -> RewardPlan:
         src = f.python
         called = list(dict.fromkeys(c.name for c in src.calls))
         for name in called:
-            info = _class_named(project, f, name)
-            if info is not None and "check_answer" in _methods(info):
-                return _python_reward(project, [name], [1.0], "tinker_env", str(info.loc))
+            found = _class_named(project, f, name)
+            if found is not None and "check_answer" in _methods(found[0]):
+                return _python_reward(project, [name], [1.0], "tinker_env", str(found[1].at(found[0].line)))
         for name in called:
             if any(w in name.lower() for w in _REWARD_WORDS) and (name in src.functions or name in src.imports):
-                where = str(src.functions[name].loc) if name in src.functions else None
+                where = str(src.at(src.functions[name].line)) if name in src.functions else None
                 return _python_reward(project, [name], [1.0], "plain", where)
     return RewardPlan(style="plain", status="placeholder", reason="no reward function found in the loop (a "
                       "framework recipe's own environment, or a reward the code does not call by name): pass "
@@ -695,15 +693,18 @@ def _code_reward(project: Project) -> RewardPlan:
 
 
 def _class_named(project: Project, f: InputFile, name: str):
-    """The class `name` as `f` sees it: defined there, or in the local module it imports it from."""
+    """(the class `name` as `f` sees it, the file that defines it): defined in `f`, or in the local
+    module `f` imports it from; None when neither."""
     if name in f.python.classes:
-        return f.python.classes[name]
+        return f.python.classes[name], f.python
     module = f.python.imports.get(name)
     path = _module_file(project, f, module.rsplit(".", 1)[0]) if module and "." in module else None
     if path is None:
         return None
     found = project.find(str(path)) or add_file(project, path, auto=True)
-    return found.python.classes.get(name) if found.python is not None else None
+    if found.python is None or name not in found.python.classes:
+        return None
+    return found.python.classes[name], found.python
 
 
 def _methods(info) -> set[str]:
