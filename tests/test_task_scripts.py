@@ -272,21 +272,33 @@ def test_parity_dump_writes_the_first_step_and_stops_before_optim_step(kind, thr
 # --- a reward that is wrong ----------------------------------------------------------------------
 
 
-@pytest.mark.slow
-def test_a_reward_of_the_wrong_type_is_reported_as_such(tmp_path):
+def smoke_with_reward(tmp_path: Path, body: str):
+    """A smoke verdict for a grpo train.py whose reward is `def score(completion, answer): <body>`."""
     from mcp_server import smoke
 
-    (tmp_path / "bad_reward.py").write_text("def score(completion, answer):\n    return 'yes' if answer else 'no'\n")
+    (tmp_path / "my_reward.py").write_text(f"def score(completion, answer):\n    {body}\n")
     (tmp_path / "data.jsonl").write_text("".join(json.dumps({"prompt": f"{i} + 1 =", "answer": str(i + 1)}) + "\n"
                                                  for i in range(4)))
     options = ScaffoldOptions(kind="grpo", data=DataOptions(source="data.jsonl", file="data.jsonl"),
-                              reward=RewardOptions(style="plain", file="bad_reward.py", functions=["score"]))
+                              reward=RewardOptions(style="plain", file="my_reward.py", functions=["score"]))
     script = tmp_path / "train.py"
     script.write_text(render_scaffold(options))
     try:
-        verdict = smoke.run_smoke(script, steps=2, timeout_s=300)
+        return smoke.run_smoke(script, steps=2, timeout_s=300)
     finally:
         smoke.stop_local_servers()
-    assert not verdict.passed and verdict.ran == "your data (4 rows of data.jsonl), your reward (score from bad_reward.py)"
+
+
+@pytest.mark.slow
+def test_a_reward_of_the_wrong_type_is_reported_as_such(tmp_path):
+    verdict = smoke_with_reward(tmp_path, "return 'yes' if answer else 'no'")
+    assert not verdict.passed and verdict.ran == "your data (4 rows of data.jsonl), your reward (score from my_reward.py)"
     [error] = verdict.errors
     assert error.kind == "reward_function" and "reward score returned 'yes' (str), not a number" in error.message
+
+
+@pytest.mark.slow
+def test_a_reward_that_never_varies_is_reported_as_such(tmp_path):
+    verdict = smoke_with_reward(tmp_path, "return 0.5")
+    assert verdict.passed and (verdict.reward_calls, verdict.reward_distinct) == (16, 1)
+    assert any("returned the same value (0.5) for all 16 answers" in note for note in verdict.notes)
