@@ -121,7 +121,7 @@ def test_the_finish_step_names_what_an_agent_must_check(tmp_path):
     for must in ("reward_fn", "MINT023", "LEARNING_RATE", "LORA_RANK", "Smoke again"):
         assert must in finish, must
     # the MIGRATION.md sections it names are the ones the report really writes
-    from mcp_server.analyze import migrate
+    from mcp_server.migrate import migrate
 
     migrate(ROOT / "examples" / "trl" / "grpo_trl.py", [], output_dir="out", workspace=tmp_path, overwrite=False)
     report = (tmp_path / "out" / "MIGRATION.md").read_text(encoding="utf-8")
