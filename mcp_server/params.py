@@ -63,14 +63,20 @@ def _json_object(text: str) -> dict:
 
 def add_flags(parser: argparse.ArgumentParser, model: type[BaseModel], exclude: tuple[str, ...] = ()) -> None:
     """Required fields become positionals, the others `--dashed-name` flags (None when not given);
-    a Literal gives the choices, a dict field takes a JSON object. The model validates the values."""
+    a Literal gives the choices, a dict or model field takes a JSON object, a bool that defaults to
+    False is a switch and an optional bool a `--x/--no-x` pair. The model validates the values."""
     for name, info in _fields(model, exclude).items():
         kind = _plain(info.annotation)
         options: dict[str, Any] = {"help": info.description}
         if typing.get_origin(kind) is Literal:
             options["choices"] = list(typing.get_args(kind))
-        elif typing.get_origin(kind) is dict or kind is dict:
+        elif typing.get_origin(kind) is dict or kind is dict or (isinstance(kind, type) and issubclass(kind, BaseModel)):
             options.update(type=_json_object, metavar="JSON")
+        elif kind is bool:
+            optional = info.annotation is not bool
+            if not optional and info.get_default() is not False:
+                raise TypeError(f"no command-line form for {name}: a bool that defaults to True")
+            options["action"] = argparse.BooleanOptionalAction if optional else "store_true"
         elif kind in (int, float, str):
             options["type"] = kind
         else:

@@ -101,7 +101,7 @@ def evaluated_value(node) -> Any:
         with _AST_LOCK, warnings.catch_warnings():
             warnings.simplefilter("ignore")
             return node.evaluated_value
-    except (ValueError, SyntaxError, MemoryError, RecursionError, TypeError):
+    except (ValueError, SyntaxError, MemoryError, RecursionError, TypeError, AttributeError):
         return None
 
 

@@ -14,11 +14,12 @@ from pydantic import ValidationError
 from mcp_server import concepts
 from mcp_server.concepts import ConceptTable, frameworks, map_concept, resolve_framework
 from mcp_server.errors import UnknownName
+from mcp_server.frameworks import FRAMEWORK_NAMES
 
 ROOT = Path(__file__).resolve().parent.parent
 CONCEPT_FILES = sorted((ROOT / "mcp_server" / "concepts").glob("*.yaml"))
 CLI = str(Path(sys.executable).parent / "mint-migrate")
-FRAMEWORKS = ["openrlhf", "pytorch", "tinker", "torchforge", "trl", "verl"]
+FRAMEWORKS = sorted(FRAMEWORK_NAMES)  # every registered framework has a concept map
 
 
 def test_all_six_frameworks_have_a_map():
@@ -76,6 +77,35 @@ LOOKUPS = [
     ("pytorch", "nn.utils.clip_grad_norm_", "grad_clipping"),
     ("torchforge", "Generator", "generator"),  # a part of a concept's source
     ("torchforge", "TitanTrainer", "trainer"),
+    ("verl", "actor_rollout_ref.actor.strategy=fsdp2", "workers"),  # a declared value of a declared key
+    ("verl", "algorithm.filter_groups.enable=True", "dapo_recipe"),
+]
+
+# Declared names whose owner is pinned (issue 10: the SFT app is not the GRPO loop, ReinforceLoss
+# keeps its clamp, newer loss classes, verl's workers, dapo/sapo): moving one of these aliases to
+# another concept changes what a migration says, so the owner is written down here as well.
+PINNED = [
+    ("torchforge", "SimpleGRPOLoss", "simple_grpo_loss"),
+    ("torchforge", "apps.sft.main", "sft_app"),
+    ("torchforge", "ForgeSFTRecipe", "sft_app"),
+    ("torchforge", "apps.grpo.main", "grpo_app"),
+    ("torchforge", "ReinforceLoss", "reinforce_loss"),
+    ("torchforge", "DAPOLoss", "policy_loss_variants"),
+    ("torchforge", "GSPOLoss", "policy_loss_variants"),
+    ("torchforge", "SAPOLoss", "policy_loss_variants"),
+    ("torchforge", "CISPOLoss", "policy_loss_variants"),
+    ("torchforge", "dapo", "policy_loss_variants"),
+    ("torchforge", "entropy_coef", "entropy"),
+    ("verl", "PPOTrainer", "ppo_trainer_entrypoint"),
+    ("verl", "fsdp", "workers"),
+    ("verl", "megatron", "workers"),
+    ("verl", "entropy_coef", "policy_loss"),
+    ("verl", "sapo", "policy_loss"),
+    ("verl", "dapo", "dapo_recipe"),
+    ("verl", "reward_model.overlong_buffer.len", "dapo_recipe"),
+    ("trl", "dapo", "grpo_config"),
+    ("trl", "sapo", "grpo_config"),
+    ("openrlhf", "entropy_coef", "clipping"),
 ]
 
 
@@ -86,7 +116,7 @@ def test_lookups_are_not_declared_names():
         assert name not in declared, (framework, name)
 
 
-@pytest.mark.parametrize(("framework", "name", "expected"), LOOKUPS)
+@pytest.mark.parametrize(("framework", "name", "expected"), LOOKUPS + PINNED)
 def test_lookup_by_id_alias_class_key_or_flag(framework, name, expected):
     table = map_concept(framework, name)
     assert [c.id for c in table.concepts] == [expected]
@@ -194,3 +224,11 @@ def test_openrlhf_table_covers_both_flag_styles():
     dotted = " ".join(r[1] for r in rows)
     assert "`--pretrain`" in legacy and "`--model.model_name_or_path`" in dotted
     assert "`--actor_learning_rate`" in legacy and "`--actor.adam.lr`" in dotted
+
+
+def test_torchforge_reinforce_loss_keeps_its_clamp():
+    """ReinforceLoss clamps a detached importance weight: cispo with the same bounds, not unclipped IS."""
+    [concept] = map_concept("torchforge", "ReinforceLoss").concepts
+    assert 'loss_fn="cispo"' in concept.after and '"clip_high_threshold": 10.0' in concept.after
+    [variants] = map_concept("torchforge", "DAPOLoss").concepts
+    assert 'loss_fn="ppo"' in variants.after

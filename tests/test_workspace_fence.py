@@ -101,7 +101,7 @@ def test_tilde_is_the_home_folder_for_reading_and_writing(places, monkeypatch):
 
 
 def test_the_read_fence_covers_files_the_engine_opens_itself(places):
-    from mcp_server.analyze import migrate
+    from mcp_server.migrate import migrate
 
     workspace, outside = places
     (outside / "grpo.yaml").write_text("learning_rate: 0.123456\n", encoding="utf-8")

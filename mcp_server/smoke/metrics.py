@@ -2,7 +2,9 @@
 
 `METRIC step=3 loss=1.2345 tokens=512 step_s=0.41` once per step (more keys allowed; RL scripts add
 `accepted=` and `trained=`), a last `METRIC done=1 steps=N [checkpoint=PATH]`, `SAMPLE step=N
-text="..."` (the text JSON-quoted) and `RUN served_model=...` naming the model that really ran.
+text="..."` (the text JSON-quoted), `RUN served_model=... data=... data_rows=N reward=...` naming
+the model that really ran and whose data and reward it used, and `REWARD calls=N distinct=N min=X
+max=X` saying what the reward returned.
 """
 
 import json
@@ -42,6 +44,7 @@ class RunOutput(BaseModel):
     done: dict[str, str] | None = None
     samples: list[dict[str, str]] = Field(default_factory=list)
     run: dict[str, str] | None = None
+    reward: dict[str, str] | None = None
 
     def add(self, line: str) -> dict[str, str] | None:
         """Record one line; returns the fields of a METRIC step line (for progress)."""
@@ -57,6 +60,8 @@ class RunOutput(BaseModel):
             self.samples.append(parse_fields(rest))
         elif tag == "RUN":
             self.run = parse_fields(rest)
+        elif tag == "REWARD":
+            self.reward = parse_fields(rest)
         return None
 
     def losses(self) -> list[float]:

@@ -19,6 +19,10 @@ def format_verdict(verdict: SmokeVerdict) -> str:
         lines.append(f"  step time    {verdict.median_step_s:.3g} s (median)")
     if verdict.accepted_groups is not None:
         lines.append(f"  groups       {verdict.accepted_groups} accepted, {verdict.trained_groups} trained")
+    if verdict.ran is not None:
+        lines.append(f"  ran          {verdict.ran}")
+    if verdict.reward_calls is not None:
+        lines.append(f"  reward       {verdict.reward_calls} answers scored, {verdict.reward_distinct} distinct value(s)")
     if verdict.sample_text is not None:
         lines.append(f"  sample       {json.dumps(verdict.sample_text[:200])}")
     if verdict.checkpoint:

@@ -134,6 +134,38 @@ def _summarise(verdict: SmokeVerdict, output: RunOutput) -> None:
         verdict.checkpoint = output.done["checkpoint"]
     if output.run is not None and output.run.get("served_model"):
         verdict.model = output.run["served_model"]
+    _what_ran(verdict, output)
+
+
+def _what_ran(verdict: SmokeVerdict, output: RunOutput) -> None:
+    """Whose data and reward the run used (RUN data= data_rows= reward=), and what the reward returned
+    (REWARD calls= distinct=): a reward that gives every answer the same value trains nothing."""
+    run = output.run or {}
+    if "data" not in run:
+        return
+    rows = number(run.get("data_rows"))
+    verdict.data_rows = int(rows) if rows is not None else None
+    builtin = run["data"] == "built-in"
+    verdict.data_file = None if builtin else run["data"]
+    parts = ["built-in examples" if builtin else f"your data ({verdict.data_rows} rows of {run['data']})"]
+    if "reward" in run:
+        verdict.reward = run["reward"]
+        names, _, file = run["reward"].partition("@")
+        parts.append("placeholder reward" if run["reward"] == "placeholder" else f"your reward ({names} from {file})")
+    verdict.ran = ", ".join(parts)
+    if output.reward is not None:
+        calls, distinct = number(output.reward.get("calls")), number(output.reward.get("distinct"))
+        verdict.reward_calls = int(calls) if calls is not None else None
+        verdict.reward_distinct = int(distinct) if distinct is not None else None
+        if verdict.reward not in (None, "placeholder") and verdict.reward_calls and verdict.reward_calls > 1 \
+                and verdict.reward_distinct == 1:
+            verdict.notes.append(
+                f"Your reward returned the same value ({output.reward.get('min')}) for all {verdict.reward_calls} "
+                "answers: it cannot tell them apart, so nothing would be learned. On the tiny smoke model an exact-"
+                "match reward often does this (the run added a small smoke bonus to train anyway); check it "
+                "scores a right answer above a wrong one (`python train.py --dry-run` calls it on the reference "
+                "answers)."
+            )
 
 
 def run_smoke(

@@ -66,6 +66,16 @@ class SmokeVerdict(BaseModel):
     accepted_groups: int | None = Field(default=None, description="RL: groups whose rewards differed, all steps.")
     trained_groups: int | None = Field(default=None, description="RL: groups sent to forward_backward, all steps.")
     sample_text: str | None = Field(default=None, description="RL scripts: one sampled text, the last reported.")
+    ran: str | None = Field(
+        default=None,
+        description="What the run trained on and scored with, from its RUN line: 'your data (32 rows of "
+        "train.parquet), your reward (compute_score from gsm8k.py)' or 'built-in examples, placeholder reward'.",
+    )
+    data_rows: int | None = Field(default=None, description="Rows the run loaded (the first rows under --smoke).")
+    data_file: str | None = Field(default=None, description="The data file it read; None: the built-in examples.")
+    reward: str | None = Field(default=None, description="RL: the reward functions that ran, or 'placeholder'.")
+    reward_calls: int | None = Field(default=None, description="RL: answers the reward scored (REWARD line).")
+    reward_distinct: int | None = Field(default=None, description="RL: distinct values it returned.")
     checkpoint: str | None = None
     exit_code: int | None = None
     duration_s: float = 0.0
