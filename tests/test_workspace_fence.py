@@ -117,6 +117,41 @@ def test_the_read_fence_covers_files_the_engine_opens_itself(places):
             migrate(launch, configs, output_dir=None, workspace=workspace, overwrite=False)
 
 
+def test_the_read_fence_covers_hydra_config_groups_and_sibling_scripts(places):
+    """The analyzer's own reads added with issue 10 (a hydra script's config folder, the scripts
+    beside a config given alone) stay inside the fence too: not read, and no crash."""
+    from mcp_server.migrate import migrate
+
+    workspace, outside = places
+    (outside / "config" / "loss").mkdir(parents=True)
+    (outside / "config" / "config.yaml").write_text(
+        "defaults:\n  - loss: dpo\n  - _self_\noptim:\n  lr: 0.123456\n", encoding="utf-8"
+    )
+    (outside / "config" / "loss" / "dpo.yaml").write_text("beta: 0.375\n", encoding="utf-8")
+    script = workspace / "train.py"
+    script.write_text(
+        "import hydra\nimport torch\n\n\n"
+        '@hydra.main(config_path="../outside/config", config_name="config", version_base=None)\n'
+        "def main(cfg):\n    optimizer = torch.optim.AdamW([], lr=cfg.optim.lr)\n    beta = cfg.loss.beta\n",
+        encoding="utf-8",
+    )
+    plan = migrate(script, [], output_dir=None, workspace=workspace, overwrite=False).plan
+    assert plan.settings.learning_rate is not None and plan.settings.learning_rate.value == 0.123456  # unfenced: read
+    with read_fence([workspace]):
+        fenced = migrate(script, [], output_dir=None, workspace=workspace, overwrite=False).plan
+    assert fenced.settings.learning_rate is None or fenced.settings.learning_rate.value != 0.123456
+    assert "0.375" not in fenced.model_dump_json()
+
+    # A config given alone: the analyzer looks into the scripts beside it for the one that names it,
+    # and a link among them to an outside file is skipped, not read and not fatal.
+    (workspace / "grpo.yaml").write_text("learning_rate: 0.5\n", encoding="utf-8")
+    (outside / "main.py").write_text("import sys  # grpo.yaml\n", encoding="utf-8")
+    (workspace / "escape.py").symlink_to(outside / "main.py")
+    with read_fence([workspace]):
+        alone = migrate(workspace / "grpo.yaml", [], output_dir=None, workspace=workspace, overwrite=False).plan
+    assert not any("escape.py" in label or "main.py" in label for label in alone.inputs)
+
+
 @pytest.mark.anyio
 async def test_mcp_tools_refuse_to_read_or_run_outside_the_workspace(places):
     workspace, outside = places

@@ -105,6 +105,15 @@ def kind_of(path: Path, text: str) -> Kind | None:
     return None
 
 
+def _peek(path: Path) -> str:
+    """A file the analyzer only looks into to choose inputs: '' when it cannot be read, or lies
+    outside an MCP tool's read fence (a link to elsewhere)."""
+    try:
+        return check_readable(path).read_text(encoding="utf-8", errors="replace")
+    except (MintMigrateError, OSError):
+        return ""
+
+
 def _read(path: Path) -> str:
     try:
         return check_readable(path).read_text(encoding="utf-8")  # an MCP tool's read fence, if any
@@ -156,7 +165,7 @@ def _find_app(project: Project) -> None:
     primary = project.primary
     folder = primary.path.parent
     scripts = sorted(p for p in folder.glob("*.py") if p.is_file())
-    named = [p for p in scripts if primary.path.name in p.read_text(encoding="utf-8", errors="replace")]
+    named = [p for p in scripts if primary.path.name in _peek(p)]
     candidates = named or [p for p in scripts if p.name in {"main.py", "train.py"}]
     if len(candidates) == 1 or (candidates and candidates[0].name == "main.py"):
         add_file(project, candidates[0], auto=True)
