@@ -89,6 +89,7 @@ def check_parity(
     configs: list[Path] | None = None,
     rows: int = DEFAULT_ROWS,
     data: Path | None = None,
+    mint_data: Path | None = None,
     model: str | None = None,
     script_args: list[str] | None = None,
     timeout_s: float = 600,
@@ -100,7 +101,8 @@ def check_parity(
 
     train: the migrated train.py (default: migrate `source` afresh into a temporary folder).
     data: a local copy of the source's data (needed when the source reads a Hub dataset offline,
-    or reads its file without `datasets`). keep: copy both sides' records and the rows there.
+    or reads its file without `datasets`). mint_data: the rows train.py reads, when a data step
+    converted them outside train.py (the first N, in the source's order). keep: copy both sides' records and the rows there.
     """
     started = time.monotonic()
     configs = list(configs or [])
@@ -111,8 +113,9 @@ def check_parity(
         raise MintMigrateError(f"{source.name}: parity runs a Python training script; give the .py the launcher runs.")
     if not 1 <= rows <= MAX_ROWS:
         raise MintMigrateError(f"--rows {rows}: use 1 to {MAX_ROWS} (a handful of rows shows every difference).")
-    if data is not None and not Path(data).is_file():
-        raise MintMigrateError(f"--data {data}: no such file.")
+    for flag, path in (("--data", data), ("--mint-data", mint_data)):
+        if path is not None and not Path(path).is_file():
+            raise MintMigrateError(f"{flag} {path}: no such file.")
     if train is not None and not Path(train).is_file():
         raise MintMigrateError(f"{train} is not a file; give the migrated train.py (or omit it to migrate afresh).")
     model_dir = shared_model(model)
@@ -144,23 +147,25 @@ def check_parity(
             report.notes.append("source side: reused the cached record of an identical run (--fresh re-runs it)")
         report.notes += [f"source: {note}" for note in source_record.notes]
 
-        step_rows = source_record.rows
-        if step_rows is None:
+        source_rows = source_record.rows
+        if source_rows is None:
             data_file = data or _plan_data_file(source, configs)
-            if data_file is None:
-                raise MintMigrateError(
-                    f"{source.name} does not load its data with `datasets`, and no data file was found: "
-                    "give --data FILE (the file the script reads)."
-                )
-            step_rows = read_data_rows(Path(data_file), rows)
+            source_rows = read_data_rows(Path(data_file), rows) if data_file else None
+        mint_rows = read_data_rows(Path(mint_data), rows) if mint_data is not None else source_rows
+        if mint_rows is None:
+            raise MintMigrateError(
+                f"{source.name} does not load its data with `datasets`, and no data file was found: "
+                "give --data FILE (the file the script reads)."
+            )
+        step_rows = source_rows if source_rows is not None else mint_rows
         rows_file = workdir / "rows.jsonl"
         rows_file.write_text(
-            "".join(json.dumps({k: v for k, v in row.items() if v is not None}) + "\n" for row in step_rows),
+            "".join(json.dumps({k: v for k, v in row.items() if v is not None}) + "\n" for row in mint_rows),
             encoding="utf-8",
         )
         progress(1, f"running {train_path.name} --parity-dump on mint-local")
         try:
-            mint_record = run_mint_side(train_path, rows_file, model_dir, len(step_rows), workdir, timeout_s=timeout_s)
+            mint_record = run_mint_side(train_path, rows_file, model_dir, len(mint_rows), workdir, timeout_s=timeout_s)
         except MintSideError as exc:
             report.findings.append(ParityFinding(
                 check="run", cause="mint_run", message=f"train.py did not produce its first step: {exc}",

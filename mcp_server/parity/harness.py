@@ -121,7 +121,8 @@ def patch_loaders(watch: Watch) -> None:
 
     def config(cls, name=None, *args, **kwargs):
         requested(name)
-        return original_config(AutoConfig, folder)
+        kwargs.pop("trust_remote_code", None)
+        return original_config(AutoConfig, folder, **kwargs)
 
     _BaseAutoModelClass.from_pretrained = classmethod(auto_model)
     PreTrainedModel.from_pretrained = classmethod(model)
