@@ -17,7 +17,7 @@ $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q $(TORCH)
-	$(BIN)/pip install -q -e ".[local,sdk,dev]"
+	$(BIN)/pip install -q -e ".[local,sdk,dev,parity]"
 	touch $@
 
 # The MCP Inspector CLI: a real MCP client from npm, used by one test.

@@ -155,3 +155,20 @@ def _tinker_section(fixes: list[Construct]) -> list[str]:
         out.append("No 0.38-only calls were found: after the import change the code targets 0.22 as written.")
     out.append("")
     return out
+
+
+def with_section(markdown: str, heading: str, body: str) -> str:
+    """`markdown` with its `## heading` section replaced by `body`, or the section appended.
+
+    For results that arrive after the migration (e.g. `mint-migrate parity`): running it again
+    replaces its section instead of piling up copies."""
+    lines = markdown.rstrip("\n").split("\n")
+    title = f"## {heading}"
+    new = [title, "", *body.rstrip("\n").split("\n")]
+    if title in lines:
+        start = lines.index(title)
+        end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
+        lines[start:end] = [*new, ""] if end < len(lines) else new
+    else:
+        lines += ["", *new]
+    return "\n".join(lines) + "\n"

@@ -22,6 +22,7 @@ from mcp_server.analyze import MigrationResult
 from mcp_server.bundled import bundled_text
 from mcp_server.errors import MintMigrateError
 from mcp_server.lint import LintReport
+from mcp_server.parity.records import ParityReport
 from mcp_server.plan import LossFn, ScaffoldKind
 from mcp_server.preflight import PreflightReport
 from mcp_server.render import ScaffoldOptions, ScaffoldResult
@@ -235,26 +236,95 @@ def create_server(workspace: Path | None = None) -> MCPServer:
             Literal["auto", "cpu", "cuda"] | None,
             Field(description="local only: where mint-local runs the model; auto uses CUDA when present."),
         ] = None,
+        parity_source_path: Annotated[
+            str | None,
+            Field(description="Also run the parity check against this source script (see check_parity) once the "
+                  "smoke run passes; the verdict fails if the objectives differ."),
+        ] = None,
     ) -> SmokeVerdict:
         """Run the script for a few steps (--smoke --steps N) and return a verdict: passed, steps,
         losses, step time, a sampled text for RL, the checkpoint, classified errors and the log tail.
-        Progress is reported once per training step."""
+        Progress is reported once per training step. With parity_source_path, the parity check
+        runs after a passing smoke run and its report is the verdict's `parity`."""
         from mcp_server.smoke import run_smoke
 
         def report(progress: SmokeProgress) -> None:
             anyio.from_thread.run(ctx.report_progress, progress.step, progress.total, progress.message)
 
-        return await anyio.to_thread.run_sync(
-            lambda: run_smoke(
-                in_workspace(script_path),
-                target=target,
-                steps=steps,
+        options = dict(target=target, steps=steps, timeout_s=timeout_s, on_progress=report, model=model, device=device)
+        if parity_source_path:
+            from mcp_server.parity.check import smoke_with_parity
+
+            source = in_workspace(parity_source_path)
+            return await anyio.to_thread.run_sync(lambda: smoke_with_parity(in_workspace(script_path), source, **options))
+        return await anyio.to_thread.run_sync(lambda: run_smoke(in_workspace(script_path), **options))
+
+    @mcp.tool(
+        title="Check a migration's objective against its source",
+        annotations=ToolAnnotations(
+            read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+        ),
+    )
+    @_user_errors
+    async def check_parity(
+        source_path: Annotated[str, Field(description="The source training script (.py) the migration came from.")],
+        ctx: Context,
+        train_path: Annotated[
+            str | None, Field(description="The migrated train.py; omit to migrate the source afresh.")
+        ] = None,
+        config_paths: Annotated[
+            list[str], Field(description="Companion files the migration read (YAML, reward module, ...).")
+        ] = [],  # noqa: B006 - pydantic copies defaults
+        rows: Annotated[int, Field(ge=1, le=64, description="Data rows in the compared step.")] = 8,
+        data_path: Annotated[
+            str | None, Field(description="A local copy of the source's data, when it reads a Hub dataset.")
+        ] = None,
+        mint_data_path: Annotated[
+            str | None, Field(description="The rows train.py reads, when a separate data step converted them.")
+        ] = None,
+        model: Annotated[
+            str | None, Field(description="A Hugging Face model folder both sides load (default: tiny Qwen3).")
+        ] = None,
+        script_args: Annotated[
+            list[str], Field(description="Command-line arguments for the source script.")
+        ] = [],  # noqa: B006 - pydantic copies defaults
+        fresh: Annotated[bool, Field(description="Re-run the source side even if a cached record matches.")] = False,
+        update_report: Annotated[
+            bool, Field(description="Write the result as the Parity section of the MIGRATION.md beside train.py.")
+        ] = True,
+        timeout_s: Annotated[float, Field(gt=0, le=3600, description="Per side, in seconds.")] = 600,
+    ) -> ParityReport:
+        """Prove the migrated train.py optimises the source's objective: run the source with its own
+        framework (TRL SFT/DPO, a plain PyTorch loop) and train.py on mint-local for one step, on the
+        same data rows and the same tiny model, then compare token sequences, trained positions,
+        per-token weights (up to one constant, with what it means for the learning rate) and the
+        step-0 loss. Every difference comes with its row, position, both values, cause and fix.
+        Needs the source framework installed (pip install 'mint-migrate[parity]')."""
+        from mcp_server.parity.check import check_parity as run_check
+        from mcp_server.parity.check import record_in_migration_md
+
+        def report(step: int, message: str) -> None:
+            anyio.from_thread.run(ctx.report_progress, step, 3, message)
+
+        def run() -> ParityReport:
+            result = run_check(
+                in_workspace(source_path),
+                train=in_workspace(train_path) if train_path else None,
+                configs=[in_workspace(p) for p in config_paths],
+                rows=rows,
+                data=in_workspace(data_path) if data_path else None,
+                mint_data=in_workspace(mint_data_path) if mint_data_path else None,
+                model=str(in_workspace(model)) if model and model != "tiny" else None,
+                script_args=script_args,
                 timeout_s=timeout_s,
+                fresh=fresh,
                 on_progress=report,
-                model=model,
-                device=device,
             )
-        )
+            if train_path and update_report and (written := record_in_migration_md(result, root)):
+                result.notes.append(f"wrote the Parity section of {written}")
+            return result
+
+        return await anyio.to_thread.run_sync(run)
 
     @mcp.prompt(name="mint-migrate", title="Migrate training code to MinT")
     def mint_migrate_prompt(

@@ -1,14 +1,5 @@
-"""Parity: prove a migrated train.py optimises the same objective as its source, on one tiny model."""
+"""Parity: prove a migrated train.py optimises the same objective as its source, on one tiny model.
 
-from mcp_server.parity.check import check_parity, format_report, parity_markdown
-from mcp_server.parity.records import ParityFinding, ParityReport, SequenceRecord, SideRecord
-
-__all__ = [
-    "ParityFinding",
-    "ParityReport",
-    "SequenceRecord",
-    "SideRecord",
-    "check_parity",
-    "format_report",
-    "parity_markdown",
-]
+check.check_parity runs both sides' first step and compares them; records holds the pydantic
+models. Import from the submodules (this package imports nothing, so smoke.py can use records).
+"""

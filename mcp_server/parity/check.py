@@ -19,6 +19,7 @@ from mcp_server.parity.compare import LOSS_TOLERANCE, Vocab, compare
 from mcp_server.parity.mint_side import MintSideError, run_mint_side
 from mcp_server.parity.records import ParityFinding, ParityReport
 from mcp_server.parity.source_side import SourceSideError, run_source_side
+from mcp_server.smoke import SmokeError, SmokeVerdict, run_smoke
 
 DEFAULT_ROWS = 8
 MAX_ROWS = 64
@@ -131,6 +132,8 @@ def check_parity(
     try:
         train_path = Path(train).resolve() if train is not None else _migrated_train(source, configs, workdir)
         report = ParityReport(passed=False, source=str(source), train=str(train_path), model=str(model_dir))
+        if train is None:
+            report.notes.append(f"train.py: migrated afresh from {source.name} (give the train path to check yours)")
         progress(0, f"running {source.name} for one step ({rows} rows)")
         try:
             source_record, cached = run_source_side(
@@ -211,10 +214,10 @@ def format_report(report: ParityReport) -> str:
         lines.append(f"  source       {report.source_runner} ({report.kind}), one step on {report.rows} rows")
     lines.append(f"  model        {report.model}")
     if report.sequences_compared:
-        lines.append(
-            f"  sequences    {report.sequences_compared} compared; tokens {'equal' if report.tokens_equal else 'DIFFER'}, "
-            f"trained positions {'equal' if report.positions_equal else 'DIFFER'}"
-        )
+        n, same = report.sequences_compared, report.sequences_same_tokens
+        tokens = "equal" if report.tokens_equal else f"DIFFER in {n - same}"
+        positions = "equal" if report.positions_equal else "DIFFER" if same else "not comparable"
+        lines.append(f"  sequences    {n} compared; tokens {tokens}, trained positions {positions}")
     if report.weight_constant is not None:
         lines.append(f"  weights      mint = c x source, c = {report.weight_constant_meaning}")
     if report.source_loss is not None and report.mint_loss is not None:
@@ -223,10 +226,16 @@ def format_report(report: ParityReport) -> str:
     lines.append(f"  took         {report.timings.get('total_s', 0):.1f} s")
     for note in report.notes:
         lines.append(f"  note: {note}")
+    # One line per kind of difference: the same cause on every row is one problem to fix.
+    groups: dict[tuple, list] = {}
     for f in report.findings:
-        lines.append(f"  {f.severity} [{f.check}/{f.cause}] {f.message}")
-        if f.fix:
-            lines.append(f"    fix: {f.fix}")
+        groups.setdefault((f.severity, f.check, f.cause, f.fix), []).append(f)
+    for (severity, check, cause, fix), found in groups.items():
+        others = sorted({f.row for f in found[1:] if f.row is not None and f.row != found[0].row})
+        also = f" (also rows {', '.join(map(str, others))})" if others else ""
+        lines.append(f"  {severity} [{check}/{cause}] {found[0].message}{also}")
+        if fix:
+            lines.append(f"    fix: {fix}")
     if report.records_dir:
         lines.append(f"  records in {report.records_dir}")
     return "\n".join(lines)
@@ -253,3 +262,36 @@ def parity_markdown(report: ParityReport) -> str:
         fix = f" Fix: {f.fix}" if f.fix else ""
         lines.append(f"- **{f.severity}** ({f.cause}): {f.message}{fix}")
     return "\n".join(lines) + "\n"
+
+
+def record_in_migration_md(report: ParityReport, workspace: Path) -> Path | None:
+    """Write the report as the "Parity" section of the MIGRATION.md beside train.py, if there is one."""
+    from mcp_server.report import with_section
+    from mcp_server.workspace import write_text
+
+    target = Path(report.train).parent / "MIGRATION.md"
+    if not target.is_file():
+        return None
+    text = with_section(target.read_text(encoding="utf-8"), "Parity", parity_markdown(report))
+    return write_text(target, text, workspace, overwrite=True)
+
+
+def smoke_with_parity(script: Path, source: Path, *, rows: int = DEFAULT_ROWS, **smoke_options) -> SmokeVerdict:
+    """A smoke run of train.py, then (if it passed) the parity check against `source`, in one verdict:
+    a failed parity check fails the verdict, with the report under `verdict.parity`."""
+    verdict = run_smoke(script, **smoke_options)
+    if not verdict.passed:
+        verdict.notes.append("parity not checked: the smoke run failed first")
+        return verdict
+    report = check_parity(source, train=script, rows=rows)
+    verdict.parity = report
+    if not report.passed:
+        errors = [f for f in report.findings if f.severity == "error"]
+        first = errors[0].message if errors else "see parity.findings"
+        verdict.errors.append(SmokeError(
+            kind="parity",
+            message=f"train.py runs but does not optimise the source's objective ({len(errors)} finding(s)): {first}",
+            fix=(errors[0].fix if errors and errors[0].fix else "Read parity.findings; `mint-migrate parity` explains each."),
+        ))  # fmt: skip
+        verdict.passed = False
+    return verdict

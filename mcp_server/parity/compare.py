@@ -340,6 +340,7 @@ def compare(source: SideRecord, mint: SideRecord, rows: list[dict], vocab: Vocab
             findings.append(explain_tokens(src.tokens, m.tokens, vocab, src.row, src.role))
         else:
             same_tokens.append((src, m))
+    report.sequences_same_tokens = len(same_tokens)
     report.tokens_equal = bool(pairs) and len(same_tokens) == len(pairs)
     position_findings = [f for src, m in same_tokens for f in explain_positions(src, m, vocab, source.kind)]
     findings += position_findings

@@ -91,8 +91,9 @@ class ParityReport(BaseModel):
     source_runner: str | None = None
     rows: int = Field(default=0, description="Data rows in the compared step.")
     sequences_compared: int = 0
+    sequences_same_tokens: int = Field(default=0, description="Compared sequences whose tokens are identical.")
     tokens_equal: bool = False
-    positions_equal: bool = False
+    positions_equal: bool = Field(default=False, description="Every compared sequence trains the same positions.")
     weight_constant: float | None = Field(
         default=None, description="c in weight_mint = c * weight_source, when one constant fits every token."
     )
