@@ -15,6 +15,7 @@ from pydantic import BaseModel
 
 from mcp_server import __version__
 from mcp_server.errors import MintMigrateError
+from mcp_server.frameworks import framework_list
 from mcp_server.render import ScaffoldOptions
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
@@ -107,7 +108,7 @@ def _cmd_scaffold(args: argparse.Namespace) -> int:
 
 
 def _cmd_migrate(args: argparse.Namespace) -> int:
-    from mcp_server.analyze import migrate
+    from mcp_server.migrate import migrate
 
     result = migrate(
         Path(args.source),
@@ -278,7 +279,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--json", action="store_true", help="print exactly one JSON document on stdout")
 
     p = sub.add_parser("map", help="show how a framework's concepts map onto MinT")
-    p.add_argument("framework", help="trl, verl, openrlhf, torchforge, tinker or pytorch")
+    p.add_argument("framework", help=framework_list())
     p.add_argument("concept", nargs="?", help="a class, config key or flag; omit for the whole table")
     json_flag(p)
     p.set_defaults(run=_cmd_map)

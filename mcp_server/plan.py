@@ -8,7 +8,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-Framework = Literal["trl", "verl", "openrlhf", "torchforge", "tinker", "pytorch", "unknown"]
+from mcp_server.frameworks import FRAMEWORK_NAMES
+
+# Built from the registry (mcp_server/frameworks.py); "unknown" is for plans that could not tell.
+Framework = Literal[(*FRAMEWORK_NAMES, "unknown")]
 Algorithm = Literal[
     "sft", "dpo", "grpo", "ppo", "reinforce", "kto", "orpo", "reward_model", "distillation", "other"
 ]

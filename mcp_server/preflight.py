@@ -21,10 +21,11 @@ from typing import Literal
 from urllib.parse import urlsplit
 
 import httpx
-import libcst as cst
 from pydantic import BaseModel, Field
 
-from mcp_server.lint.context import build_context, mask_secret, string_value
+from mcp_server.errors import MintMigrateError
+from mcp_server.lint.context import mask_secret
+from mcp_server.pyindex import PyIndex, string_value
 
 MINT_DEFAULT_BASE_URL = "https://mint.macaron.xin"  # what mindlab-toolkit 0.2.0 falls back to
 PINNED_TINKER = "0.22.0"
@@ -506,39 +507,31 @@ class _Endpoint:
 
 
 def script_base_model(path: Path) -> tuple[str, int] | None:
-    """(base model, line) the script trains by default, read with libcst: an argparse
-    `--base-model`/`--model` default, a `base_model=` keyword literal, a config-class field or a
-    module constant named BASE_MODEL / MODEL_NAME. None when the script does not say."""
+    """(base model, line) the script trains by default, read from the shared Python index: an
+    argparse `--base-model`/`--model` default, a config-class field, a `base_model=` keyword literal
+    or a module constant named BASE_MODEL / MODEL_NAME. None when the script does not say."""
     try:
-        module = cst.parse_module(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, cst.ParserSyntaxError, RecursionError):
+        index = PyIndex.of(path.read_text(encoding="utf-8"), str(path))
+    except (OSError, UnicodeDecodeError, MintMigrateError):
         return None
-    ctx = build_context(str(path), module)
     for dest in BASE_MODEL_DESTS:
-        for table in (ctx.argparse_defaults, ctx.field_defaults):
+        for table in (index.argparse_defaults(), index.field_defaults()):
             node = table.get(dest)
             value = string_value(node) if node is not None else None
             if value:
-                return value, ctx.position(node)[0]
-
+                return value, index.line(node)
     found: list[tuple[str, int]] = []
-
-    class Literals(cst.CSTVisitor):
-        def visit_Arg(self, node: cst.Arg) -> None:
-            if node.keyword is not None and node.keyword.value == "base_model":
-                value = string_value(node.value)
-                if value:
-                    found.append((value, ctx.position(node.value)[0]))
-
-        def visit_Assign(self, node: cst.Assign) -> None:
-            for target in node.targets:
-                if isinstance(target.target, cst.Name) and target.target.value in ("BASE_MODEL", "MODEL_NAME", "DEFAULT_BASE_MODEL"):
-                    value = string_value(node.value)
-                    if value:
-                        found.append((value, ctx.position(node.value)[0]))
-
-    module.visit(Literals())
-    return found[0] if found else None
+    for call in index.calls:
+        value = string_value(call.kwarg_node("base_model"))
+        if value:
+            found.append((value, index.line(call.kwarg_node("base_model"))))
+    for assignment in (a for n in ("BASE_MODEL", "MODEL_NAME", "DEFAULT_BASE_MODEL") for a in index.assigns.get(n, [])):
+        if len(assignment.targets) != 1:
+            continue
+        value = string_value(assignment.value)
+        if value:
+            found.append((value, index.line(assignment.value)))
+    return min(found, key=lambda f: f[1]) if found else None
 
 
 def _base_model_check(script: Path, found: tuple[str, int] | None, served: list[str] | None, base_url: str | None) -> PreflightCheck:

@@ -18,9 +18,10 @@ from mcp.types import ToolAnnotations
 from pydantic import Field
 
 from mcp_server import __version__, concepts
-from mcp_server.analyze import MigrationResult
+from mcp_server.migrate import MigrationResult
 from mcp_server.bundled import bundled_text
 from mcp_server.errors import MintMigrateError
+from mcp_server.frameworks import framework_list
 from mcp_server.lint import LintReport
 from mcp_server.parity.records import ParityReport
 from mcp_server.plan import LossFn, ScaffoldKind
@@ -28,9 +29,9 @@ from mcp_server.preflight import PreflightReport
 from mcp_server.render import ScaffoldOptions, ScaffoldResult
 from mcp_server.smoke import SmokeProgress, SmokeVerdict
 
-INSTRUCTIONS = """\
-mint-migrate moves LLM post-training code (TRL, verl, OpenRLHF, torchforge, Tinker SDK, plain
-PyTorch) onto MinT (pip install mindlab-toolkit; import mint; tinker==0.22.0 API).
+INSTRUCTIONS = f"""\
+mint-migrate moves LLM post-training code ({framework_list("and")}) onto MinT (pip install
+mindlab-toolkit; import mint; tinker==0.22.0 API).
 Workflow: map_concept to learn the MinT equivalent of a source concept; migrate_script on the
 user's script (or scaffold_train_py for a fresh one); lint_script on the result; preflight_check
 for the environment; launch_smoke_run for a 2-step run against the offline mint-local backend.
@@ -74,7 +75,7 @@ def create_server(workspace: Path | None = None) -> MCPServer:
     @_user_errors
     async def map_concept(
         framework: Annotated[
-            str, Field(description="Source framework: trl, verl, openrlhf, torchforge, tinker or pytorch.")
+            str, Field(description=f"Source framework: {framework_list()}.")
         ],
         concept: Annotated[
             str | None,
@@ -159,9 +160,9 @@ def create_server(workspace: Path | None = None) -> MCPServer:
         ] = None,
         overwrite: Annotated[bool, Field(description="Replace existing files in output_dir.")] = False,
     ) -> MigrationResult:
-        """Analyze a TRL / verl / OpenRLHF / torchforge / Tinker / PyTorch setup into a migration
-        plan (every setting traced to file:line), a MinT train.py and a MIGRATION.md report."""
-        from mcp_server.analyze import migrate
+        """Analyze a training setup (any framework mint-migrate reads: see map_concept) into a
+        migration plan (every setting traced to file:line), a MinT train.py and a MIGRATION.md report."""
+        from mcp_server.migrate import migrate
 
         return await anyio.to_thread.run_sync(
             lambda: migrate(

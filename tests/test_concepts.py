@@ -13,12 +13,13 @@ from pydantic import ValidationError
 
 from mcp_server import concepts
 from mcp_server.concepts import ConceptTable, frameworks, map_concept, resolve_framework
+from mcp_server.frameworks import FRAMEWORK_NAMES
 from mcp_server.errors import UnknownName
 
 ROOT = Path(__file__).resolve().parent.parent
 CONCEPT_FILES = sorted((ROOT / "mcp_server" / "concepts").glob("*.yaml"))
 CLI = str(Path(sys.executable).parent / "mint-migrate")
-FRAMEWORKS = ["openrlhf", "pytorch", "tinker", "torchforge", "trl", "verl"]
+FRAMEWORKS = sorted(FRAMEWORK_NAMES)  # every registered framework has a concept map
 
 
 def test_all_six_frameworks_have_a_map():

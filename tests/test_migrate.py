@@ -16,7 +16,7 @@ import libcst
 import pytest
 from mcp import Client
 
-from mcp_server.analyze import migrate
+from mcp_server.migrate import migrate
 from mcp_server.errors import OutsideWorkspace, WouldOverwrite
 from mcp_server.server import create_server
 
