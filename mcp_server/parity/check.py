@@ -67,7 +67,7 @@ def read_data_rows(path: Path, n: int) -> list[dict]:
 
 def _plan_data_file(source: Path, configs: list[Path]) -> Path | None:
     """The local data file the migration plan found in the source, if any."""
-    from mcp_server.analyze import migrate
+    from mcp_server.migrate import migrate
 
     plan = migrate(source, configs, output_dir=None, workspace=source.parent, overwrite=False).plan
     data = getattr(plan, "data", None)
@@ -76,7 +76,7 @@ def _plan_data_file(source: Path, configs: list[Path]) -> Path | None:
 
 
 def _migrated_train(source: Path, configs: list[Path], workdir: Path) -> Path:
-    from mcp_server.analyze import migrate
+    from mcp_server.migrate import migrate
 
     out = workdir / "migrated"
     migrate(source, configs, output_dir=str(out), workspace=workdir, overwrite=True)
