@@ -29,6 +29,7 @@ SFT_CHAT = FIXTURES / "trl_sft_chat" / "sft_chat.py"
 SFT_TEXT = FIXTURES / "trl_sft_text" / "sft_text.py"
 DPO = FIXTURES / "trl_dpo" / "dpo.py"
 ALPACA = FIXTURES / "pytorch_alpaca" / "train_alpaca.py"
+GRPO = FIXTURES / "trl_grpo" / "grpo.py"
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -207,6 +208,36 @@ def test_dpo_beta_changed_in_the_port_is_reported(tmp_path):
     [finding] = errors(report)
     assert (finding.check, finding.cause) == ("settings", "setting")
     assert (finding.source_value, finding.mint_value) == (0.1, 0.5) and finding.fix == "Set BETA = 0.1 in train.py."
+
+
+# --- TRL GRPO: the completions train.py sampled, scored by TRL's own trainer ------------------------------------
+
+
+@pytest.mark.slow
+def test_trl_grpo_advantages_and_weights_match(tmp_path):
+    report = check_parity(GRPO, train=migrated(GRPO, tmp_path), rows=4, keep=tmp_path / "records")
+    assert report.passed, report.findings
+    assert report.source_runner == "trl.GRPOTrainer" and report.kind == "grpo"
+    assert report.sequences_compared == 16 and report.tokens_equal and report.positions_equal  # 4 groups of 4
+    # TRL divides by the sample std (n - 1), the scaffold by the population std (n): one constant.
+    assert report.weight_constant == pytest.approx(math.sqrt(4 / 3), rel=1e-3)
+    assert "sqrt(4/3)" in report.weight_constant_meaning
+    source = json.loads((tmp_path / "records" / "source_record.json").read_text())
+    mint = json.loads((tmp_path / "records" / "mint_record.json").read_text())
+    completions = {tuple(s["tokens"]): s["advantage"] for s in source["sequences"]}
+    assert len(completions) == 16  # TRL scored exactly the completions train.py sampled
+    for s in mint["sequences"]:  # the same reward ranking: every advantage has the same sign on both sides
+        assert s["advantage"] * completions[tuple(s["tokens"])] >= 0
+
+
+@pytest.mark.slow
+def test_grpo_advantages_not_scaled_by_the_group_std_is_reported(tmp_path):
+    train = set_constant(migrated(GRPO, tmp_path), "NORMALIZE_ADVANTAGES", "False")
+    report = check_parity(GRPO, train=train, rows=4)
+    assert not report.passed and report.tokens_equal and report.positions_equal
+    [finding] = errors(report)
+    assert (finding.check, finding.cause) == ("weights", "normalisation")
+    assert "scale_rewards='group'" in finding.message and finding.fix == "Set NORMALIZE_ADVANTAGES = True in train.py."
 
 
 # --- a hand-written PyTorch loop (Stanford Alpaca style) -----------------------------------------------------

@@ -10,16 +10,17 @@ a Hub dataset with no local copy) raises MintMigrateError.
 import json
 import shutil
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 from mcp_server.errors import MintMigrateError
-from mcp_server.parity.compare import LOSS_TOLERANCE, Vocab, compare
-from mcp_server.parity.mint_side import MintSideError, run_mint_side
-from mcp_server.parity.records import ParityFinding, ParityReport
+from mcp_server.parity.compare import LOSS_TOLERANCE, Vocab, compare, text_leaves
+from mcp_server.parity.mint_side import MintSideError, is_rl_script, run_mint_side
+from mcp_server.parity.records import ParityFinding, ParityReport, SideRecord
 from mcp_server.parity.source_side import SourceSideError, run_source_side
-from mcp_server.smoke import SmokeError, SmokeVerdict, run_smoke
+from mcp_server.smoke import SmokeError, SmokeVerdict, local_server, run_smoke
 
 DEFAULT_ROWS = 8
 MAX_ROWS = 64
@@ -83,6 +84,73 @@ def _migrated_train(source: Path, configs: list[Path], workdir: Path) -> Path:
     return out / "train.py"
 
 
+class _Stopped(Exception):
+    """A side could not run; its finding is already in the report."""
+
+
+class _Check:
+    """One parity check in progress: its inputs, its scratch folder and the report it fills."""
+
+    def __init__(self, source: Path, train: Path, model_dir: Path, workdir: Path, report: ParityReport, options: dict):
+        self.source, self.train, self.model_dir, self.workdir = source, train, model_dir, workdir
+        self.report, self.options = report, options
+        self.records: dict[str, SideRecord] = {}
+        self.files: dict[str, Path] = {}
+
+    def write_rows(self, name: str, rows: list[dict]) -> Path:
+        """Rows as JSON lines (keys the datasets library filled with None left out)."""
+        path = self.workdir / name
+        path.write_text(
+            "".join(json.dumps({k: v for k, v in row.items() if v is not None}) + "\n" for row in rows),
+            encoding="utf-8",
+        )
+        self.files[name] = path
+        return path
+
+    def source_side(self, rows: int, data: Path | None, completions: Path | None = None) -> SideRecord:
+        o = self.options
+        try:
+            record, cached = run_source_side(
+                self.source, self.model_dir, rows, self.workdir, data=data, script_args=o["script_args"],
+                completions=completions, timeout_s=o["timeout_s"], fresh=o["fresh"],
+            )  # fmt: skip
+        except SourceSideError as exc:
+            self.report.findings.append(ParityFinding(
+                check="run", cause="source_run", message=f"the source did not reach its first step: {exc}",
+                fix="Make the script run on this machine (CPU, offline), or give --data for its dataset.",
+            ))  # fmt: skip
+            raise _Stopped from exc
+        self.report.timings["source_s"] = 0.0 if cached else record.seconds
+        if cached:
+            self.report.notes.append("source side: reused the cached record of an identical run (--fresh re-runs it)")
+        self.report.notes += [f"source: {note}" for note in record.notes]
+        self.records["source"] = record
+        return record
+
+    def mint_side(self, rows_file: Path, n_rows: int) -> SideRecord:
+        try:
+            record = run_mint_side(
+                self.train, rows_file, self.model_dir, n_rows, self.workdir, timeout_s=self.options["timeout_s"]
+            )
+        except MintSideError as exc:
+            self.report.findings.append(ParityFinding(
+                check="run", cause="mint_run", message=f"train.py did not produce its first step: {exc}",
+                fix="Run `mint-migrate smoke` on train.py and fix what it reports first.",
+            ))  # fmt: skip
+            raise _Stopped from exc
+        self.report.timings["mint_s"] = record.seconds
+        self.records["mint"] = record
+        return record
+
+    def keep(self, folder: Path) -> None:
+        folder.mkdir(parents=True, exist_ok=True)
+        for side, record in self.records.items():
+            (folder / f"{side}_record.json").write_text(record.model_dump_json(indent=1), encoding="utf-8")
+        for name, path in self.files.items():
+            shutil.copy(path, folder / name)
+        self.report.records_dir = str(folder.resolve())
+
+
 def check_parity(
     source: Path,
     *,
@@ -103,7 +171,8 @@ def check_parity(
     train: the migrated train.py (default: migrate `source` afresh into a temporary folder).
     data: a local copy of the source's data (needed when the source reads a Hub dataset offline,
     or reads its file without `datasets`). mint_data: the rows train.py reads, when a data step
-    converted them outside train.py (the first N, in the source's order). keep: copy both sides' records and the rows there.
+    converted them outside train.py (the first N, in the source's order). keep: a folder for both
+    sides' records and the rows.
     """
     started = time.monotonic()
     configs = list(configs or [])
@@ -129,65 +198,114 @@ def check_parity(
                 pass
 
     workdir = Path(tempfile.mkdtemp(prefix="mint-parity-"))
+    # mint-local starts while the source side runs: on 2 cores that hides most of its start-up.
+    threading.Thread(target=_start_server, args=(model_dir,), name="parity-mint-local", daemon=True).start()
     try:
         train_path = Path(train).resolve() if train is not None else _migrated_train(source, configs, workdir)
         report = ParityReport(passed=False, source=str(source), train=str(train_path), model=str(model_dir))
         if train is None:
             report.notes.append(f"train.py: migrated afresh from {source.name} (give the train path to check yours)")
-        progress(0, f"running {source.name} for one step ({rows} rows)")
-        try:
-            source_record, cached = run_source_side(
-                source, model_dir, rows, workdir, data=data, script_args=script_args, timeout_s=timeout_s, fresh=fresh
-            )
-        except SourceSideError as exc:
-            report.findings.append(ParityFinding(
-                check="run", cause="source_run", message=f"the source did not reach its first step: {exc}",
-                fix="Make the script run on this machine (CPU, offline), or give --data for its dataset.",
-            ))  # fmt: skip
-            return _finish(report, started)
-        report.timings["source_s"] = 0.0 if cached else source_record.seconds
-        if cached:
-            report.notes.append("source side: reused the cached record of an identical run (--fresh re-runs it)")
-        report.notes += [f"source: {note}" for note in source_record.notes]
+        options = {"script_args": list(script_args or []), "timeout_s": timeout_s, "fresh": fresh}
+        check = _Check(source, train_path, model_dir, workdir, report, options)
 
-        source_rows = source_record.rows
-        if source_rows is None:
+        def data_rows() -> list[dict] | None:
             data_file = data or _plan_data_file(source, configs)
-            source_rows = read_data_rows(Path(data_file), rows) if data_file else None
-        mint_rows = read_data_rows(Path(mint_data), rows) if mint_data is not None else source_rows
-        if mint_rows is None:
-            raise MintMigrateError(
-                f"{source.name} does not load its data with `datasets`, and no data file was found: "
-                "give --data FILE (the file the script reads)."
-            )
-        step_rows = source_rows if source_rows is not None else mint_rows
-        rows_file = workdir / "rows.jsonl"
-        rows_file.write_text(
-            "".join(json.dumps({k: v for k, v in row.items() if v is not None}) + "\n" for row in mint_rows),
-            encoding="utf-8",
-        )
-        progress(1, f"running {train_path.name} --parity-dump on mint-local")
+            return read_data_rows(Path(data_file), rows) if data_file else None
+
         try:
-            mint_record = run_mint_side(train_path, rows_file, model_dir, len(mint_rows), workdir, timeout_s=timeout_s)
-        except MintSideError as exc:
-            report.findings.append(ParityFinding(
-                check="run", cause="mint_run", message=f"train.py did not produce its first step: {exc}",
-                fix="Run `mint-migrate smoke` on train.py and fix what it reports first.",
-            ))  # fmt: skip
-            return _finish(report, started)
-        report.timings["mint_s"] = mint_record.seconds
-        progress(2, "comparing")
-        compare(source_record, mint_record, step_rows, Vocab(model_dir), report)
+            if is_rl_script(train_path):
+                _grpo(check, rows, data_rows, progress)
+            else:
+                _supervised(check, rows, data, mint_data, data_rows, progress)
+        except _Stopped:
+            pass
         if keep is not None:
-            keep = Path(keep)
-            keep.mkdir(parents=True, exist_ok=True)
-            (keep / "source_record.json").write_text(source_record.model_dump_json(indent=1), encoding="utf-8")
-            (keep / "mint_record.json").write_text(mint_record.model_dump_json(indent=1), encoding="utf-8")
-            shutil.copy(rows_file, keep / "rows.jsonl")
-            report.records_dir = str(keep.resolve())
+            check.keep(Path(keep))
         return _finish(report, started)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _supervised(
+    check: _Check,
+    rows: int,
+    data: Path | None,
+    mint_data: Path | None,
+    data_rows: Callable[[], list[dict] | None],
+    progress: Callable[[int, str], None],
+) -> None:
+    """SFT and DPO: the source first (it records the rows it loaded), then train.py on those rows."""
+    progress(0, f"running {check.source.name} for one step ({rows} rows)")
+    source_record = check.source_side(rows, data)
+    source_rows = source_record.rows if source_record.rows is not None else data_rows()
+    mint_rows = read_data_rows(Path(mint_data), rows) if mint_data is not None else source_rows
+    if mint_rows is None:
+        raise MintMigrateError(
+            f"{check.source.name} does not load its data with `datasets`, and no data file was found: "
+            "give --data FILE (the file the script reads)."
+        )
+    progress(1, f"running {check.train.name} --parity-dump on mint-local")
+    mint_record = check.mint_side(check.write_rows("rows.jsonl", mint_rows), len(mint_rows))
+    progress(2, "comparing")
+    step_rows = source_rows if source_rows is not None else mint_rows
+    compare(source_record, mint_record, step_rows, Vocab(check.model_dir), check.report)
+
+
+def _grpo(
+    check: _Check, rows: int, data_rows: Callable[[], list[dict] | None], progress: Callable[[int, str], None]
+) -> None:
+    """GRPO: train.py first (its sampler draws the completions), then the source's trainer scores
+    the very same completions with its own reward functions, advantages and loss."""
+    raw = data_rows()
+    if raw is None:
+        raise MintMigrateError(
+            f"no data file was found for {check.source.name}: give --data FILE (the prompts it trains on)."
+        )
+    progress(0, f"running {check.train.name} --parity-dump on mint-local (it samples the completions)")
+    mint_record = check.mint_side(check.write_rows("rows.jsonl", raw), len(raw))
+    if not mint_record.sequences:
+        check.report.findings.append(ParityFinding(
+            check="run", cause="mint_run",
+            message="train.py's first step trained no group: every group's rewards were equal, so there is nothing "
+            "to compare.",
+            fix="Give more rows (--rows), or check that the reward can tell the answers apart.",
+        ))  # fmt: skip
+        raise _Stopped
+    groups = completion_groups(mint_record, raw)
+    kept = [raw[g["row_index"]] for g in groups]
+    completions = check.workdir / "completions.json"
+    completions.write_text(json.dumps(groups), encoding="utf-8")
+    check.files["completions.json"] = completions
+    progress(1, f"running {check.source.name} on the same {sum(len(g['completions']) for g in groups)} completions")
+    source_record = check.source_side(len(kept), check.write_rows("kept_rows.jsonl", kept), completions)
+    progress(2, "comparing")
+    compare(source_record, mint_record, kept, Vocab(check.model_dir), check.report)
+
+
+def completion_groups(mint_record: SideRecord, raw: list[dict]) -> list[dict]:
+    """train.py's sampled groups: {prompt, completions, row, row_index} per prompt, in its order. A
+    dumped row is matched to the raw row it came from by its texts (train.py may rename columns)."""
+    groups: list[dict] = []
+    for sequence in mint_record.sequences:
+        prompt = sequence.tokens[: sequence.prompt_length]
+        if not groups or groups[-1]["prompt"] != prompt:
+            groups.append({"prompt": prompt, "completions": []})
+        groups[-1]["completions"].append(sequence.tokens[sequence.prompt_length :])
+    dumped = mint_record.rows or []
+    for i, group in enumerate(groups):
+        text = json.dumps(dumped[i]) if i < len(dumped) else ""
+        scores = [sum(len(leaf) for leaf in text_leaves(row) if json.dumps(leaf)[1:-1] in text) for row in raw]
+        group["row_index"] = max(range(len(raw)), key=lambda j: scores[j])
+        group["row"] = raw[group["row_index"]]
+    return groups
+
+
+def _start_server(model_dir: Path) -> None:
+    """Start (or find) the mint-local the MinT side will use; a failure is reported by that side."""
+    try:
+        local_server(str(model_dir), "cpu")
+    except Exception:  # noqa: BLE001 - run_mint_side starts it again and explains the failure
+        pass
 
 
 def _finish(report: ParityReport, started: float) -> ParityReport:

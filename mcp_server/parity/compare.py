@@ -15,6 +15,7 @@ the DPO gradient factor beta * sigmoid(-margin) / pairs, which MinT's loss appli
 """
 
 import json
+import math
 import statistics
 from collections import defaultdict
 from pathlib import Path
@@ -24,6 +25,9 @@ from mcp_server.parity.records import ParityFinding, ParityReport, SequenceRecor
 
 LOSS_TOLERANCE = 1e-4  # float32 on both sides
 WEIGHT_TOLERANCE = 1e-4
+# GRPO's advantages divide by the group's std plus an epsilon that differs by framework (TRL 1e-4,
+# the scaffold 1e-6): a relative wobble far below anything that changes training.
+GRPO_WEIGHT_TOLERANCE = 1e-3
 
 
 class Vocab:
@@ -55,13 +59,14 @@ class Vocab:
 # --- which data row each sequence came from --------------------------------------------------------------
 
 
-def _leaves(value: Any) -> list[str]:
+def text_leaves(value: Any) -> list[str]:
+    """Every non-blank string inside a data row (nested dicts and lists included)."""
     if isinstance(value, str):
         return [value] if value.strip() else []
     if isinstance(value, dict):
-        return [leaf for v in value.values() for leaf in _leaves(v)]
+        return [leaf for v in value.values() for leaf in text_leaves(v)]
     if isinstance(value, list):
-        return [leaf for v in value for leaf in _leaves(v)]
+        return [leaf for v in value for leaf in text_leaves(v)]
     return []
 
 
@@ -70,7 +75,7 @@ def assign_rows(sequences: list[SequenceRecord], rows: list[dict], vocab: Vocab)
 
     Content, not order: each side may shuffle its step, and a broken migration still holds the
     row's texts (templated twice, unmasked, without EOS)."""
-    leaves = [_leaves(row) for row in rows]
+    leaves = [text_leaves(row) for row in rows]
     used: dict[tuple[int, str], int] = defaultdict(int)
     for sequence in sequences:
         text = vocab.decode(sequence.tokens)
@@ -220,50 +225,36 @@ def _close(a: float, b: float, tolerance: float = WEIGHT_TOLERANCE) -> bool:
     return abs(a - b) <= tolerance * max(abs(a), abs(b), 1e-30)
 
 
+def _ratios(src: SequenceRecord, mint: SequenceRecord, kind: str) -> list[float]:
+    """weight_mint / weight_source on every position both sides train (DPO: rejected answers are
+    pushed down, so their source weight is negative while train.py marks them with +1)."""
+    sign = -1.0 if kind == "dpo" and src.role == "rejected" else 1.0
+    return [m / (sign * s) for s, m in zip(src.weights, mint.weights) if s != 0 and m != 0]
+
+
 def weight_constant(
-    pairs: list[tuple[SequenceRecord, SequenceRecord]], kind: str
+    pairs: list[tuple[SequenceRecord, SequenceRecord]], kind: str, config: dict | None = None
 ) -> tuple[float | None, list[ParityFinding]]:
     """The one c with weight_mint = c * weight_source on every position both sides train, or why none fits."""
-    ratios: dict[int, list[float]] = {}
-    for i, (src, mint) in enumerate(pairs):
-        sign = -1.0 if kind == "dpo" and src.role == "rejected" else 1.0
-        ratios[i] = [
-            m / (sign * s) for s, m in zip(src.weights, mint.weights) if s != 0 and m != 0
-        ]
+    tolerance = GRPO_WEIGHT_TOLERANCE if kind == "grpo" else WEIGHT_TOLERANCE
+    ratios = {i: _ratios(src, mint, kind) for i, (src, mint) in enumerate(pairs)}
     every = [r for values in ratios.values() for r in values]
     if not every:
         return None, []
     c = statistics.median(every)
-    if all(_close(r, c) for r in every):
+    if all(_close(r, c, tolerance) for r in every):
         return c, []
-    # Constant within each sequence but not across them: a per-sequence normalisation on one side.
+    if kind == "grpo" and (flipped := _advantage_signs(pairs)):
+        return None, flipped
+    # Constant within each sequence but not across them: a per-sequence factor on one side.
     per_sequence = {i: statistics.median(v) for i, v in ratios.items() if v}
-    uniform = all(all(_close(r, per_sequence[i]) for r in v) for i, v in ratios.items() if v)
+    uniform = all(all(_close(r, per_sequence[i], tolerance) for r in v) for i, v in ratios.items() if v)
     if uniform and len(per_sequence) > 1:
-        lengths = {i: sum(1 for w in pairs[i][0].weights if w != 0) for i in per_sequence}
-        times = [per_sequence[i] * lengths[i] for i in per_sequence]
-        over = [per_sequence[i] / lengths[i] for i in per_sequence]
-        if all(_close(t, times[0], 1e-3) for t in times):
-            message = ("train.py weights each sequence by 1 / its own trained-token count (a sequence mean); the "
-                       "source weights every trained token of the step the same (a token mean): long answers count "
-                       "less on MinT.")
-            fix = 'Set LOSS_NORMALIZATION = "token_mean" in train.py.'
-        elif all(_close(o, over[0], 1e-3) for o in over):
-            message = ("the source weights each sequence by 1 / its own trained-token count (a sequence mean); "
-                       "train.py weights every token of the step the same: long answers count more on MinT.")
-            fix = 'Set LOSS_NORMALIZATION = "sequence_mean" in train.py.'
-        else:
-            message = "train.py and the source weight whole sequences differently (one factor per sequence)."
-            fix = "Normalise the loss per sequence the way the source does."
-        i = next(iter(per_sequence))
-        return None, [ParityFinding(
-            check="weights", cause="normalisation", row=pairs[i][0].row, role=pairs[i][0].role,
-            source_value=next(w for w in pairs[i][0].weights if w), mint_value=next(w for w in pairs[i][1].weights if w),
-            message=message, fix=fix,
-        )]  # fmt: skip
-    for i, (src, mint) in enumerate(pairs):
+        return None, [_per_sequence_finding(pairs, per_sequence, kind, config or {})]
+    for src, mint in pairs:
+        sign = -1.0 if kind == "dpo" and src.role == "rejected" else 1.0
         for t, (s, m) in enumerate(zip(src.weights, mint.weights)):
-            if s and m and not _close(m / s * (-1 if kind == "dpo" and src.role == "rejected" else 1), c):
+            if s and m and not _close(m / (sign * s), c, tolerance):
                 return None, [ParityFinding(
                     check="weights", cause="normalisation", row=src.row, role=src.role, position=t,
                     source_value=s, mint_value=m,
@@ -271,11 +262,83 @@ def weight_constant(
                     f"train.py {m:.6g}; most tokens: x{c:.6g}).",
                     fix="Weight tokens the way the source does (its loss type, per-token scaling).",
                 )]  # fmt: skip
-    return None, []
+    return None, [ParityFinding(
+        check="weights", cause="normalisation",
+        message="per-token weights are not one constant apart between the source and train.py.",
+        fix="Weight tokens the way the source does (its loss type, per-token scaling).",
+    )]  # fmt: skip
 
 
-def explain_constant(c: float, trained_tokens: int, kind: str) -> tuple[str, ParityFinding | None]:
+def _advantage_signs(pairs: list[tuple[SequenceRecord, SequenceRecord]]) -> list[ParityFinding]:
+    """GRPO: completions the two sides push in opposite directions, i.e. score differently."""
+    out = []
+    for src, mint in pairs:
+        s, m = src.advantage or 0.0, mint.advantage or 0.0
+        if abs(s) > 1e-6 and abs(m) > 1e-12 and (s > 0) != (m > 0):
+            out.append(ParityFinding(
+                check="advantages", cause="reward", row=src.row, role=src.role, source_value=s, mint_value=m,
+                message=f"row {src.row}: the same completion gets advantage {s:.4g} from the source and {m:.4g} "
+                "(times train.py's loss scale) from train.py: the two rewards rank the group's answers differently.",
+                fix="Call the source's reward function with the same inputs it gets there (the text without special "
+                "tokens, the dataset columns as keyword arguments).",
+            ))  # fmt: skip
+    return out
+
+
+def _per_sequence_finding(
+    pairs: list[tuple[SequenceRecord, SequenceRecord]], factors: dict[int, float], kind: str, config: dict
+) -> ParityFinding:
+    """Why the weights differ by one factor per sequence: length normalisation, or GRPO's group scale."""
+    lengths = {i: sum(1 for w in pairs[i][0].weights if w != 0) for i in factors}
+    times = [factors[i] * lengths[i] for i in factors]
+    over = [factors[i] / lengths[i] for i in factors]
+    by_group: dict[int | None, list[float]] = defaultdict(list)
+    for i, f in factors.items():
+        by_group[pairs[i][0].row].append(f)
+    per_group = kind == "grpo" and len(by_group) > 1 and all(
+        all(_close(f, fs[0], GRPO_WEIGHT_TOLERANCE) for f in fs) for fs in by_group.values()
+    )
+    if all(_close(t, times[0], 1e-3) for t in times):
+        message = ("train.py weights each sequence by 1 / its own trained-token count (a sequence mean); the source "
+                   "weights every trained token of the step the same (a token mean): long answers count less on MinT.")
+        fix = 'Set LOSS_NORMALIZATION = "token_mean" in train.py.'
+    elif all(_close(o, over[0], 1e-3) for o in over):
+        message = ("the source weights each sequence by 1 / its own trained-token count (a sequence mean, e.g. TRL's "
+                   "loss_type='grpo'); train.py weights every token of the step the same: long answers count more "
+                   "on MinT.")
+        fix = 'Set LOSS_NORMALIZATION = "sequence_mean" in train.py.'
+    elif per_group:
+        scaled = config.get("scale_rewards") not in (None, "none", False)
+        message = ("the advantages differ by one factor per group: "
+                   + ("the source divides each group's advantages by its reward std (scale_rewards="
+                      f"{config.get('scale_rewards')!r}) and train.py does not." if scaled else
+                      "train.py divides each group's advantages by its reward std and the source does not "
+                      f"(scale_rewards={config.get('scale_rewards')!r})."))
+        fix = f"Set NORMALIZE_ADVANTAGES = {scaled} in train.py."
+    else:
+        message = "train.py and the source weight whole sequences differently (one factor per sequence)."
+        fix = "Normalise the loss per sequence the way the source does."
+    i = next(iter(factors))
+    src, mint = pairs[i]
+    return ParityFinding(
+        check="weights", cause="normalisation", row=src.row, role=src.role,
+        source_value=next(w for w in src.weights if w), mint_value=next(w for w in mint.weights if w),
+        message=message, fix=fix,
+    )  # fmt: skip
+
+
+def explain_constant(
+    c: float, trained_tokens: int, kind: str, config: dict | None = None
+) -> tuple[str, ParityFinding | None]:
     """What a constant c means for the learning rate, or the finding when c is a missing normalisation."""
+    group = (config or {}).get("num_generations")
+    if kind == "grpo" and isinstance(group, int) and group > 1 and _close(c, math.sqrt(group / (group - 1)), 1e-3):
+        return (
+            f"{c:.6g} = sqrt({group}/{group - 1}): the source divides the advantages by the group's sample standard "
+            "deviation (n - 1), train.py by the population one (n). One constant for every step: Adam's update is "
+            "unchanged, so the learning rate carries over.",
+            None,
+        )
     if kind == "dpo":
         return (
             f"{c:.6g}: the source's per-token weight is the DPO gradient factor beta * sigmoid(-margin) / pairs on "
@@ -309,6 +372,31 @@ def explain_constant(c: float, trained_tokens: int, kind: str) -> tuple[str, Par
 # --- the whole comparison ----------------------------------------------------------------------------------
 
 
+def pair_sequences(
+    source: list[SequenceRecord], mint: list[SequenceRecord]
+) -> tuple[list[tuple[SequenceRecord, SequenceRecord]], list[tuple[str, SequenceRecord]]]:
+    """Source and MinT sequences of the same row and role, identical tokens first (a GRPO group has
+    several completions per row), the rest in order; and what is left over on either side."""
+    groups: dict[tuple, tuple[list, list]] = defaultdict(lambda: ([], []))
+    for sequence in source:
+        groups[(sequence.row, sequence.role)][0].append(sequence)
+    for sequence in mint:
+        groups[(sequence.row, sequence.role)][1].append(sequence)
+    pairs, unpaired = [], []
+    for key in sorted(groups, key=str):
+        left, right = list(groups[key][0]), list(groups[key][1])
+        for s in list(left):
+            same = next((m for m in right if m.tokens == s.tokens), None)
+            if same is not None:
+                pairs.append((s, same))
+                left.remove(s)
+                right.remove(same)
+        pairs += list(zip(left, right))
+        unpaired += [("the source", s) for s in left[len(right) :]] + [("train.py", m) for m in right[len(left) :]]
+    return pairs, unpaired
+
+
+
 def compare(source: SideRecord, mint: SideRecord, rows: list[dict], vocab: Vocab, report: ParityReport) -> None:
     """Fill `report` with the comparison of the two sides' first steps."""
     findings = report.findings
@@ -323,16 +411,13 @@ def compare(source: SideRecord, mint: SideRecord, rows: list[dict], vocab: Vocab
         return
     assign_rows(source.sequences, rows, vocab)
     assign_rows(mint.sequences, rows, vocab)
-    src_by_key = {(s.row, s.role): s for s in source.sequences}
-    mint_by_key = {(s.row, s.role): s for s in mint.sequences}
-    for key in sorted(set(src_by_key) ^ set(mint_by_key), key=str):
-        only = "the source" if key in src_by_key else "train.py"
+    pairs, unpaired = pair_sequences(source.sequences, mint.sequences)
+    for side, sequence in unpaired:
         findings.append(ParityFinding(
-            check="rows", cause="data", row=key[0], role=key[1],
-            message=f"row {key[0]} ({key[1]}) is in {only}'s step only: the other side dropped or merged it.",
+            check="rows", cause="data", row=sequence.row, role=sequence.role,
+            message=f"row {sequence.row} ({sequence.role}) is in {side}'s step only: the other side dropped or merged it.",
             fix="Check the data step: the same rows, none filtered (length limits, empty answers).",
         ))  # fmt: skip
-    pairs = [(src_by_key[k], mint_by_key[k]) for k in sorted(set(src_by_key) & set(mint_by_key), key=str)]
     report.sequences_compared = len(pairs)
     same_tokens = []
     for src, m in pairs:
@@ -346,11 +431,11 @@ def compare(source: SideRecord, mint: SideRecord, rows: list[dict], vocab: Vocab
     findings += position_findings
     report.positions_equal = report.tokens_equal and not position_findings
     comparable = [(s, m) for s, m in same_tokens if not explain_positions(s, m, vocab, source.kind)]
-    c, weight_findings = weight_constant(comparable, source.kind)
+    c, weight_findings = weight_constant(comparable, source.kind, source.config)
     findings += weight_findings
     if c is not None and report.tokens_equal and report.positions_equal:
         trained = sum(1 for s in source.sequences for w in s.weights if w != 0)
-        meaning, problem = explain_constant(c, trained, source.kind)
+        meaning, problem = explain_constant(c, trained, source.kind, source.config)
         if problem is not None:
             findings.append(problem)
         else:
@@ -379,7 +464,9 @@ def _compare_losses(
         scale = report.weight_constant
     if scale is None or source.loss is None or mint.loss is None or not report.positions_equal:
         return
-    error = abs(mint.loss / scale - source.loss) / max(abs(source.loss), 1e-12)
+    # A GRPO loss of centred advantages sums terms of both signs to near 0: measure against their size.
+    size = sum(abs(w) for s, _ in pairs for w in s.weights) if source.kind == "grpo" else 0.0
+    error = abs(mint.loss / scale - source.loss) / max(abs(source.loss), size, 1e-12)
     report.loss_relative_error = error
     if error >= LOSS_TOLERANCE:
         findings.append(ParityFinding(

@@ -40,6 +40,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from mcp_server.parity.compare import text_leaves
 from mcp_server.parity.source_side import uses_trl
 
 
@@ -69,6 +70,8 @@ class Watch:
         self.forward_depth = 0
         self.source_batch: dict[str, Any] = {}
         self.requested_models: set[str] = set()
+        self.completions: list[dict] | None = None  # GRPO: the completions to score, from train.py's samples
+        self.advantages: list[float] = []
 
     def note(self, text: str) -> None:
         if text not in self.notes:
@@ -245,6 +248,9 @@ def patch_training_arguments(watch: Watch) -> None:
             if hasattr(self, key):
                 setattr(self, key, value)
         self.per_device_train_batch_size = watch.n_rows
+        if getattr(self, "num_generations", None):  # GRPO: a batch counts completions, one generation per step
+            self.per_device_train_batch_size = watch.n_rows * self.num_generations
+            self.steps_per_generation, self.generation_batch_size = 1, None
         self.output_dir = output_dir
         original(self)
 
@@ -312,6 +318,44 @@ def patch_trainers(watch: Watch, classes: list[type]) -> None:
             watch.in_trainer = False
 
     Trainer.train = train
+
+
+def patch_grpo(watch: Watch) -> None:
+    """GRPOTrainer scores the completions train.py sampled instead of generating its own (the one
+    place the two runs would otherwise differ by chance), and its advantages are kept."""
+    try:
+        from trl import GRPOTrainer
+    except ImportError:
+        return
+    original_loss = GRPOTrainer._compute_loss
+
+    def generate(self, prompt_ids, *args, **kwargs):
+        if watch.completions is None:
+            raise RuntimeError("GRPO parity needs train.py's sampled completions (--completions)")
+        return [fixed_completion(watch, list(ids), self.processing_class) for ids in prompt_ids], None
+
+    def compute_loss(self, model, inputs):
+        watch.advantages += [float(a) for a in inputs["advantages"].reshape(len(inputs["advantages"]), -1)[:, 0]]
+        return original_loss(self, model, inputs)
+
+    GRPOTrainer._generate_single_turn = generate
+    GRPOTrainer._compute_loss = compute_loss
+
+
+def fixed_completion(watch: Watch, prompt: list[int], tokenizer: Any) -> list[int]:
+    """The next unused completion train.py sampled for this prompt: the group with the same prompt
+    tokens, else (a template difference, which the comparison reports) the group of the same row."""
+    groups = watch.completions
+    group = next((g for g in groups if g["prompt"] == prompt and g["next"] < len(g["completions"])), None)
+    if group is None:
+        text = tokenizer.decode(prompt)
+        candidates = [g for g in groups if g["next"] < len(g["completions"])]
+        scored = [(sum(len(v) for v in text_leaves(g["row"]) if v in text), i) for i, g in enumerate(candidates)]
+        if not scored or max(scored)[0] == 0:
+            raise RuntimeError(f"no completion of train.py's step belongs to the prompt {text[:80]!r}")
+        group = candidates[max(scored)[1]]
+    group["next"] += 1
+    return group["completions"][group["next"] - 1]
 
 
 def _first_items(dataset: Any, n: int) -> Any:
@@ -510,6 +554,11 @@ def build_record(watch: Watch, script: Path, seconds: float) -> dict:
         half = len(sequences) // 2
         for i, sequence in enumerate(sequences):
             sequence["role"] = "chosen" if i < half else "rejected"
+    if kind == "grpo":
+        if len(watch.advantages) != len(sequences):
+            raise RuntimeError(f"{len(watch.advantages)} advantages for {len(sequences)} sequences")
+        for sequence, advantage in zip(sequences, watch.advantages):
+            sequence.update(role="completion", advantage=advantage)
     worst = max((s.pop("residual") for s in sequences), default=0.0)
     if worst > 1e-3:
         watch.note(
@@ -550,6 +599,8 @@ _CONFIG_KEYS = (
     "beta",
     "num_generations",
     "scale_rewards",
+    "num_iterations",
+    "mask_truncated_completions",
     "temperature",
 )
 
@@ -570,7 +621,9 @@ def trainer_config(trainer: Any) -> dict:
 # --- main ------------------------------------------------------------------------------------------------
 
 
-def run(script: Path, model_dir: Path, rows: int, data: Path | None, script_args: list[str]) -> dict:
+def run(
+    script: Path, model_dir: Path, rows: int, data: Path | None, script_args: list[str], completions: Path | None
+) -> dict:
     os.environ.update(
         HF_HUB_OFFLINE="1",
         HF_DATASETS_OFFLINE="1",
@@ -586,6 +639,8 @@ def run(script: Path, model_dir: Path, rows: int, data: Path | None, script_args
 
     torch.manual_seed(0)
     watch = Watch(model_dir, rows, data)
+    if completions is not None:
+        watch.completions = [{**group, "next": 0} for group in json.loads(completions.read_text(encoding="utf-8"))]
     patch_loaders(watch)
     patch_datasets(watch)
     patch_training_arguments(watch)
@@ -593,6 +648,7 @@ def run(script: Path, model_dir: Path, rows: int, data: Path | None, script_args
         import trl  # noqa: F401 - its trainers are patched below
 
     patch_trainers(watch, _trainer_classes())
+    patch_grpo(watch)
     patch_dataloader(watch)
     patch_backward(watch)
     _probe_loaded_models(watch)
@@ -635,6 +691,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rows", type=int, default=8)
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--data", type=Path)
+    parser.add_argument("--completions", type=Path, help="GRPO: JSON [{prompt, completions, row}] from train.py")
     parser.add_argument("script_args", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
     script_args = args.script_args[1:] if args.script_args[:1] == ["--"] else args.script_args
@@ -646,6 +703,7 @@ def main(argv: list[str] | None = None) -> int:
             args.rows,
             args.data.resolve() if args.data else None,
             script_args,
+            args.completions.resolve() if args.completions else None,
         )
     except BaseException as exc:  # noqa: BLE001 - every failure becomes a record the parent explains
         detail = "".join(traceback.format_exception(exc)[-12:])

@@ -24,7 +24,7 @@ class SequenceRecord(BaseModel):
     weights: list[float] = Field(description="weights[t]: the loss weight of predicting tokens[t + 1].")
     logprob_sum: float | None = Field(default=None, description="DPO: the summed log-probability of the trained tokens.")
     advantage: float | None = Field(default=None, description="GRPO: the sequence's advantage.")
-    reward: float | None = Field(default=None, description="GRPO: the sequence's reward.")
+    prompt_length: int | None = Field(default=None, description="GRPO: tokens of the prompt (the rest was sampled).")
     row: int | None = Field(default=None, description="Index of the data row it came from (set by the comparison).")
 
 

@@ -63,11 +63,11 @@ def _version(name: str) -> str:
         return "-"
 
 
-def cache_key(script: Path, model_dir: Path, rows: int, data: Path | None, script_args: list[str]) -> str:
+def cache_key(script: Path, model_dir: Path, rows: int, inputs: list[Path], script_args: list[str]) -> str:
+    """Everything that shapes the record: the script's folder, the given data files, the model, the
+    arguments and the framework versions."""
     digest = hashlib.sha256()
-    files = sorted(p for p in script.parent.iterdir() if p.is_file())
-    if data is not None:
-        files.append(data)
+    files = sorted(p for p in script.parent.iterdir() if p.is_file()) + inputs
     for path in files:
         if path.stat().st_size <= _MAX_HASHED_FILE:
             digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
@@ -87,13 +87,15 @@ def run_source_side(
     *,
     data: Path | None = None,
     script_args: list[str] | None = None,
+    completions: Path | None = None,
     timeout_s: float = 600,
     fresh: bool = False,
 ) -> tuple[SideRecord, bool]:
-    """(the source's first-step record, whether it came from the cache)."""
+    """(the source's first-step record, whether it came from the cache). completions: GRPO's
+    sampled answers to score (JSON from parity.check)."""
     script_args = list(script_args or [])
     require_frameworks(script)
-    key = cache_key(script, model_dir, rows, data, script_args)
+    key = cache_key(script, model_dir, rows, [p for p in (data, completions) if p is not None], script_args)
     cached = cache_root() / f"{key}.json"
     if cached.is_file() and not fresh:
         return SideRecord.model_validate_json(cached.read_text(encoding="utf-8")), True
@@ -105,6 +107,8 @@ def run_source_side(
     ]  # fmt: skip
     if data is not None:
         command += ["--data", str(data)]
+    if completions is not None:
+        command += ["--completions", str(completions)]
     command += ["--", *script_args]
     env = dict(
         os.environ,
