@@ -9,6 +9,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from mcp_server.frameworks import FRAMEWORK_NAMES
+from mcp_server.sdk_facts import LOSS_NAMES
 
 # Built from the registry (mcp_server/frameworks.py); "unknown" is for plans that could not tell.
 Framework = Literal[(*FRAMEWORK_NAMES, "unknown")]
@@ -16,7 +17,7 @@ Algorithm = Literal[
     "sft", "dpo", "grpo", "ppo", "reinforce", "kto", "orpo", "reward_model", "distillation", "other"
 ]
 ScaffoldKind = Literal["sft", "grpo", "dpo", "distill"]
-LossFn = Literal["cross_entropy", "importance_sampling", "ppo", "cispo", "dro"]
+LossFn = Literal[LOSS_NAMES]  # tinker 0.22.0 LossFnType (sdk_facts)
 Severity = Literal["error", "warning"]
 
 

@@ -16,20 +16,12 @@ from pydantic import BaseModel, Field, ValidationError
 
 from mcp_server.errors import MintMigrateError
 from mcp_server.plan import LossFn, MigrationPlan, ScaffoldKind
+from mcp_server.sdk_facts import DEFAULT_BASE_MODEL, RL_LOSSES, loss_fn_config_defaults
 from mcp_server.workspace import write_text
 
-RL_LOSSES: tuple[str, ...] = ("importance_sampling", "ppo", "cispo", "dro")
-
 # loss_fn_config each RL loss gets unless the caller gives one. ppo/cispo take ratio bounds
-# (clip_low_threshold/clip_high_threshold), dro a beta (api_facts §2.7).
-DEFAULT_LOSS_FN_CONFIGS: dict[str, dict[str, float] | None] = {
-    "importance_sampling": None,
-    "ppo": {"clip_low_threshold": 0.8, "clip_high_threshold": 1.2},
-    "cispo": {"clip_low_threshold": 0.0, "clip_high_threshold": 4.0},
-    "dro": {"beta": 0.05},
-}
-
-DEFAULT_BASE_MODEL = "Qwen/Qwen3-4B-Instruct-2507"
+# (clip_low_threshold/clip_high_threshold), dro a beta: values and reasons in sdk_facts.
+DEFAULT_LOSS_FN_CONFIGS: dict[str, dict[str, float] | None] = loss_fn_config_defaults()
 
 # Per-kind defaults. Learning rates are LoRA rates: 20-100x a full fine-tune's (api_facts §8.8).
 KIND_DEFAULTS: dict[str, dict[str, Any]] = {

@@ -47,6 +47,10 @@ def _value(setting: Setting | None, key: str) -> str:
     return f"`{setting.value}`"
 
 
+# The distillation scaffold cannot start without a teacher (a sampler checkpoint).
+_TEACHER = {"distill": " --teacher-path tinker://RUN/sampler_weights/TEACHER"}
+
+
 def render_report(plan: MigrationPlan, tinker_fixes: list[Construct] | None = None) -> str:
     mint = plan.mint
     primary = plan.inputs[0] if plan.inputs else "the source"
@@ -65,9 +69,9 @@ def render_report(plan: MigrationPlan, tinker_fixes: list[Construct] | None = No
         "",
         "```bash",
         "mint-migrate lint train.py                 # MinT pitfalls",
-        "python train.py --dry-run                  # arguments, data and prompts, no network",
+        f"python train.py --dry-run{_TEACHER.get(mint.kind, '')}   # arguments, data and prompts, no network",
         "mint-migrate smoke train.py --steps 2      # 2 real steps against the offline mint-local backend",
-        "MINT_API_KEY=sk-... python train.py --data train.jsonl   # the real run (MINT_BASE_URL optional)",
+        f"MINT_API_KEY=sk-... python train.py --data train.jsonl{_TEACHER.get(mint.kind, '')}   # the real run",
         "```",
         "",
     ]

@@ -9,12 +9,13 @@ import re
 from mcp_server.analyze.evidence import Evidence
 from mcp_server.analyze.scalars import as_int, as_number
 from mcp_server.plan import Algorithm, MintChoices, PlanWarning, ScaffoldKind, Setting, Settings
+from mcp_server.sdk_facts import DEFAULT_BASE_MODEL, DEFAULT_LORA_RANK, PPO_CLIP, RL_LOSSES
 
 KIND: dict[Algorithm, ScaffoldKind] = {
     "sft": "sft", "dpo": "dpo", "grpo": "grpo", "ppo": "grpo", "reinforce": "grpo", "kto": "dpo", "orpo": "dpo",
     "reward_model": "dpo", "distillation": "distill", "other": "sft",
 }
-DEFAULT_MODEL = "Qwen/Qwen3-4B-Instruct-2507"
+DEFAULT_MODEL = DEFAULT_BASE_MODEL
 LORA_FACTOR = 10
 # MinT / Tinker guidance when the source says nothing and its framework has no default.
 _LR_GUIDANCE = {
@@ -140,7 +141,7 @@ def _loss(kind: ScaffoldKind, algorithm: Algorithm, variant: str | None, setting
                                              "built-in with per-token advantages = teacher - student logprob")
     x = ev.extras
     source_loss = x.get("loss_fn") or x.get("loss_mode") or x.get("trl.loss_type")
-    if source_loss is not None and source_loss.value in {"cispo", "dro", "importance_sampling", "ppo"}:
+    if source_loss is not None and source_loss.value in RL_LOSSES:
         name = str(source_loss.value)
         return name, None, f"loss_fn {name}: the source's own loss ({source_loss.loc})"
     if variant == "gspo" or (source_loss is not None and source_loss.value == "gspo"):
@@ -168,7 +169,8 @@ def _loss(kind: ScaffoldKind, algorithm: Algorithm, variant: str | None, setting
                                f"{config['clip_high_threshold']:g}] = 1 - {eps_low:g} / 1 + {eps_high:g}: the "
                                f"source clips the ratio ({where}); the thresholds are ratio bounds, not epsilons")
     if algorithm == "ppo":
-        return "ppo", None, "loss_fn ppo: the source is PPO; Tinker's default ratio bounds are 0.8 / 1.2"
+        bounds = f"{PPO_CLIP['clip_low_threshold']:g} / {PPO_CLIP['clip_high_threshold']:g}"
+        return "ppo", None, f"loss_fn ppo: the source is PPO; Tinker's default ratio bounds are {bounds}"
     default_clip = defaults.get("clip_ratio")
     note = (f" ({default_clip.source} would clip at {default_clip.value}; use --loss-fn ppo to keep clipping)"
             if default_clip else "")
@@ -198,7 +200,8 @@ def _rank(settings: Settings) -> tuple[int, str]:
     lora = settings.lora
     if lora is not None and lora.value.rank and lora.value.rank > 0:
         return lora.value.rank, f"LoRA rank {lora.value.rank} from {lora.source}"
-    return 32, "LoRA rank 32: Tinker's default (the source trains full parameters or names no rank)"
+    return DEFAULT_LORA_RANK, (f"LoRA rank {DEFAULT_LORA_RANK}: Tinker's default (the source trains full parameters "
+                               "or names no rank)")
 
 
 def _batch_shape(choices: MintChoices, settings: Settings, defaults: dict[str, Setting], ev: Evidence) -> None:

@@ -148,7 +148,7 @@ def is_forge_command(command, script) -> bool:
 
 ANALYZER = Analyzer(
     name="torchforge",
-    signals="`apps.grpo.main --config *.yaml`, `Generator`/`Policy`, `TitanTrainer`, `Episode`, `ReplayBuffer`, "
+    signals="`apps.grpo.main` / `apps.sft.main --config *.yaml`, `Generator`/`Policy`, `TitanTrainer`, `Episode`, `ReplayBuffer`, "
             "Monarch `.route()` / `.fanout()`",
     analyze=analyze,
     defaults=defaults,
