@@ -24,12 +24,13 @@ from mcp_server.bundled import bundled_text
 from mcp_server.errors import MintMigrateError
 from mcp_server.frameworks import framework_list
 from mcp_server.lint import LintReport
+from mcp_server.parity.check import SmokeParityVerdict
 from mcp_server.parity.records import ParityReport
 from mcp_server.plan import LossFn, ScaffoldKind
 from mcp_server.preflight import PreflightReport
 from mcp_server.render import ScaffoldOptions, ScaffoldResult
 from mcp_server.sdk_facts import RL_LOSSES
-from mcp_server.smoke import SmokeProgress, SmokeVerdict
+from mcp_server.smoke import SmokeProgress
 
 INSTRUCTIONS = f"""\
 mint-migrate moves LLM post-training code ({framework_list("and")}) onto MinT (pip install
@@ -256,23 +257,20 @@ def create_server(workspace: Path | None = None) -> MCPServer:
             Field(description="Also run the parity check against this source script (see check_parity) once the "
                   "smoke run passes; the verdict fails if the objectives differ."),
         ] = None,
-    ) -> SmokeVerdict:
+    ) -> SmokeParityVerdict:
         """Run the script for a few steps (--smoke --steps N) and return a verdict: passed, steps,
         losses, step time, a sampled text for RL, the checkpoint, classified errors and the log tail.
         Progress is reported once per training step. With parity_source_path, the parity check
         runs after a passing smoke run and its report is the verdict's `parity`."""
-        from mcp_server.smoke import run_smoke
-
         def report(progress: SmokeProgress) -> None:
             anyio.from_thread.run(ctx.report_progress, progress.step, progress.total, progress.message)
 
-        options = dict(target=target, steps=steps, timeout_s=timeout_s, on_progress=report, model=model, device=device)
-        if parity_source_path:
-            from mcp_server.parity.check import smoke_with_parity
+        from mcp_server.parity.check import smoke_with_parity
 
-            source = in_workspace(parity_source_path)
-            return await anyio.to_thread.run_sync(lambda: smoke_with_parity(in_workspace(script_path), source, **options))
-        return await anyio.to_thread.run_sync(lambda: run_smoke(in_workspace(script_path), **options))
+        script = in_workspace(script_path)
+        source = in_workspace(parity_source_path) if parity_source_path else None
+        options = dict(target=target, steps=steps, timeout_s=timeout_s, on_progress=report, model=model, device=device)
+        return await anyio.to_thread.run_sync(lambda: smoke_with_parity(script, source, **options))
 
     @mcp.tool(
         title="Check a migration's objective against its source",

@@ -29,7 +29,6 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from mcp_server.errors import MintMigrateError
-from mcp_server.parity.records import ParityReport
 
 LOCAL_API_KEY = "sk-mint-local-smoke"  # mint-local accepts any sk- key; this one is not a secret
 LOG_TAIL_LINES = 60
@@ -98,7 +97,6 @@ class SmokeVerdict(BaseModel):
     notes: list[str] = Field(default_factory=list)
     errors: list[SmokeError] = Field(default_factory=list)
     log_tail: str = ""
-    parity: ParityReport | None = Field(default=None, description="The parity check, when the run asked for one.")
 
 
 # --- secrets -------------------------------------------------------------------------------------

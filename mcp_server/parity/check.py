@@ -15,6 +15,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from pydantic import Field
+
 from mcp_server.errors import MintMigrateError
 from mcp_server.parity.compare import LOSS_TOLERANCE, Vocab, compare, text_leaves
 from mcp_server.parity.mint_side import MintSideError, is_rl_script, run_mint_side
@@ -367,7 +369,8 @@ def parity_markdown(report: ParityReport) -> str:
         f"{report.rows} data rows, both on the same tiny model ({Path(report.model).name}).",
         "",
         f"- Token sequences: {'identical' if report.tokens_equal else 'different'} "
-        f"({report.sequences_compared} compared); trained positions: {'identical' if report.positions_equal else 'different'}.",
+        f"({report.sequences_compared} compared); trained positions: "
+        f"{'identical' if report.positions_equal else 'different'}.",
     ]
     if report.weight_constant is not None:
         lines.append(f"- Per-token weights: train.py = c x source, c = {report.weight_constant_meaning}")
@@ -394,10 +397,20 @@ def record_in_migration_md(report: ParityReport, workspace: Path) -> Path | None
     return write_text(target, text, workspace, overwrite=True)
 
 
-def smoke_with_parity(script: Path, source: Path, *, rows: int = DEFAULT_ROWS, **smoke_options) -> SmokeVerdict:
-    """A smoke run of train.py, then (if it passed) the parity check against `source`, in one verdict:
-    a failed parity check fails the verdict, with the report under `verdict.parity`."""
-    verdict = run_smoke(script, **smoke_options)
+class SmokeParityVerdict(SmokeVerdict):
+    """A smoke verdict, with the parity check that followed it when one was asked for."""
+
+    parity: ParityReport | None = Field(default=None, description="The parity check against the source, if asked.")
+
+
+def smoke_with_parity(
+    script: Path, source: Path | None, *, rows: int = DEFAULT_ROWS, **smoke_options
+) -> SmokeParityVerdict:
+    """A smoke run of train.py, then (with a source, and if the run passed) the parity check against
+    it, in one verdict: a failed parity check fails the verdict, the report is `verdict.parity`."""
+    verdict = SmokeParityVerdict(**run_smoke(script, **smoke_options).model_dump())
+    if source is None:
+        return verdict
     if not verdict.passed:
         verdict.notes.append("parity not checked: the smoke run failed first")
         return verdict
@@ -409,7 +422,7 @@ def smoke_with_parity(script: Path, source: Path, *, rows: int = DEFAULT_ROWS, *
         verdict.errors.append(SmokeError(
             kind="parity",
             message=f"train.py runs but does not optimise the source's objective ({len(errors)} finding(s)): {first}",
-            fix=(errors[0].fix if errors and errors[0].fix else "Read parity.findings; `mint-migrate parity` explains each."),
+            fix=errors[0].fix if errors and errors[0].fix else "Read parity.findings: each has its cause and fix.",
         ))  # fmt: skip
         verdict.passed = False
     return verdict

@@ -258,8 +258,8 @@ def weight_constant(
                 return None, [ParityFinding(
                     check="weights", cause="normalisation", row=src.row, role=src.role, position=t,
                     source_value=s, mint_value=m,
-                    message=f"row {src.row}: per-token weights are not one constant apart (position {t}: source {s:.6g}, "
-                    f"train.py {m:.6g}; most tokens: x{c:.6g}).",
+                    message=f"row {src.row}: per-token weights are not one constant apart (position {t}: "
+                    f"source {s:.6g}, train.py {m:.6g}; most tokens: x{c:.6g}).",
                     fix="Weight tokens the way the source does (its loss type, per-token scaling).",
                 )]  # fmt: skip
     return None, [ParityFinding(
@@ -349,14 +349,14 @@ def explain_constant(
     if trained_tokens > 1 and abs(c / trained_tokens - 1) < 0.02:
         return "", ParityFinding(
             check="weights", cause="normalisation", source_value=1 / trained_tokens, mint_value=1.0,
-            message=f"train.py sums the loss over the step's {trained_tokens} trained tokens (MinT's default) where the "
-            "source averages over them: every step's update would scale with its token count, not one constant.",
-            fix='Set LOSS_NORMALIZATION = "token_mean" in train.py (the weights become 1 / trained tokens of the step).',
+            message=f"train.py sums the loss over the step's {trained_tokens} trained tokens (MinT's default) where "
+            "the source averages over them: every step's update would scale with its token count, not one constant.",
+            fix='Set LOSS_NORMALIZATION = "token_mean" in train.py (weights of 1 / the step\'s trained tokens).',
         )  # fmt: skip
     if trained_tokens > 1 and abs(c * trained_tokens - 1) < 0.02:
         return "", ParityFinding(
             check="weights", cause="normalisation", source_value=1.0, mint_value=1 / trained_tokens,
-            message=f"train.py averages the loss over the step's {trained_tokens} trained tokens where the source sums it.",
+            message=f"train.py averages the loss over the step's {trained_tokens} trained tokens; the source sums it.",
             fix='Set LOSS_NORMALIZATION = "sum" in train.py.',
         )  # fmt: skip
     if _close(c, 1.0):
@@ -415,7 +415,7 @@ def compare(source: SideRecord, mint: SideRecord, rows: list[dict], vocab: Vocab
     for side, sequence in unpaired:
         findings.append(ParityFinding(
             check="rows", cause="data", row=sequence.row, role=sequence.role,
-            message=f"row {sequence.row} ({sequence.role}) is in {side}'s step only: the other side dropped or merged it.",
+            message=f"row {sequence.row} ({sequence.role}) is in {side}'s step only: the other side dropped it.",
             fix="Check the data step: the same rows, none filtered (length limits, empty answers).",
         ))  # fmt: skip
     report.sequences_compared = len(pairs)

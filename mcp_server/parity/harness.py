@@ -28,7 +28,6 @@ of that form is reported as such.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import inspect
 import json
 import os
@@ -83,7 +82,6 @@ class Watch:
 
 def patch_loaders(watch: Watch) -> None:
     import torch
-    import transformers
     from transformers import AutoConfig, AutoModelForCausalLM, AutoProcessor, AutoTokenizer, PreTrainedModel
     from transformers.models.auto.auto_factory import _BaseAutoModelClass
     from transformers.tokenization_utils_base import PreTrainedTokenizerBase
@@ -133,7 +131,6 @@ def patch_loaders(watch: Watch) -> None:
     PreTrainedTokenizerBase.from_pretrained = classmethod(base_tokenizer)
     AutoProcessor.from_pretrained = classmethod(tokenizer)
     AutoConfig.from_pretrained = classmethod(config)
-    del transformers
 
 
 # --- datasets: the first N rows, recorded -----------------------------------------------------------
@@ -261,16 +258,12 @@ def patch_training_arguments(watch: Watch) -> None:
 
 
 def _trainer_classes() -> list[type]:
-    classes = []
-    with contextlib.suppress(ImportError):
-        import trl
-
-        for name in ("SFTTrainer", "DPOTrainer", "GRPOTrainer"):
-            if hasattr(trl, name):
-                classes.append(getattr(trl, name))
+    """TRL's trainers when the script uses TRL (importing it costs seconds), and transformers' Trainer."""
     from transformers import Trainer
 
-    return [*classes, Trainer]
+    trl = sys.modules.get("trl")
+    names = ("SFTTrainer", "DPOTrainer", "GRPOTrainer")
+    return [*(getattr(trl, name) for name in names if trl is not None and hasattr(trl, name)), Trainer]
 
 
 def patch_trainers(watch: Watch, classes: list[type]) -> None:
@@ -323,10 +316,10 @@ def patch_trainers(watch: Watch, classes: list[type]) -> None:
 def patch_grpo(watch: Watch) -> None:
     """GRPOTrainer scores the completions train.py sampled instead of generating its own (the one
     place the two runs would otherwise differ by chance), and its advantages are kept."""
-    try:
-        from trl import GRPOTrainer
-    except ImportError:
+    if "trl" not in sys.modules or not hasattr(sys.modules["trl"], "GRPOTrainer"):
         return
+    from trl import GRPOTrainer
+
     original_loss = GRPOTrainer._compute_loss
 
     def generate(self, prompt_ids, *args, **kwargs):
@@ -538,7 +531,8 @@ def call_sequences(call: dict) -> list[dict]:
 
 def build_record(watch: Watch, script: Path, seconds: float) -> dict:
     trainer = watch.trainer
-    kind, runner, loss_name, config = "sft", "pytorch loop (its first loss.backward())", "the first backward()'s loss", {}
+    kind, runner, config = "sft", "pytorch loop (its first loss.backward())", {}
+    loss_name = "the first backward()'s loss"
     if trainer is not None:
         name = type(trainer).__name__
         module = type(trainer).__module__.split(".")[0]

@@ -29,7 +29,8 @@ def is_rl_script(script: Path) -> bool:
 
 
 def _accepts(script: Path, flag: str) -> bool:
-    return re.search(rf"""["']{re.escape(flag)}["']""", script.read_text(encoding="utf-8", errors="replace")) is not None
+    text = script.read_text(encoding="utf-8", errors="replace")
+    return re.search(rf"""["']{re.escape(flag)}["']""", text) is not None
 
 
 def run_mint_side(

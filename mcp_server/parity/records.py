@@ -22,7 +22,7 @@ class SequenceRecord(BaseModel):
     role: Role = "sequence"
     tokens: list[int]
     weights: list[float] = Field(description="weights[t]: the loss weight of predicting tokens[t + 1].")
-    logprob_sum: float | None = Field(default=None, description="DPO: the summed log-probability of the trained tokens.")
+    logprob_sum: float | None = Field(default=None, description="DPO: summed log-probability of the trained tokens.")
     advantage: float | None = Field(default=None, description="GRPO: the sequence's advantage.")
     prompt_length: int | None = Field(default=None, description="GRPO: tokens of the prompt (the rest was sampled).")
     row: int | None = Field(default=None, description="Index of the data row it came from (set by the comparison).")
