@@ -174,7 +174,7 @@ def explain_tokens(src: list[int], mint: list[int], vocab: Vocab, row: int | Non
 
 
 def explain_positions(
-    src: SequenceRecord, mint: SequenceRecord, vocab: Vocab, kind: str
+    src: SequenceRecord, mint: SequenceRecord, vocab: Vocab, kind: str, runner: str = ""
 ) -> list[ParityFinding]:
     """Positions trained on one side only (same tokens on both sides)."""
     trained_src = {t for t, w in enumerate(src.weights) if w != 0}
@@ -207,8 +207,9 @@ def explain_positions(
                        else "Give the prompt tokens weight 0.")
             else:
                 message = (f"row {src.row}: the source trains {len(extra)} prompt tokens train.py masks "
-                           f"(positions {extra[0]}..{extra[-1]}: {json.dumps(text[:80])}). TRL trains every token "
-                           "of conversational `messages` data unless assistant_only_loss=True.")
+                           f"(positions {extra[0]}..{extra[-1]}: {json.dumps(text[:80])}).")
+                if runner == "trl.SFTTrainer":
+                    message += " TRL trains every token of `messages` data unless assistant_only_loss=True."
                 fix = 'Set TRAIN_ON = "all" in train.py.' if kind == "sft" else "Give the prompt tokens weight 1."
             findings.append(ParityFinding(**base, position=where, cause="masking", **values, message=message, fix=fix))
         else:
@@ -427,7 +428,9 @@ def compare(source: SideRecord, mint: SideRecord, rows: list[dict], vocab: Vocab
             same_tokens.append((src, m))
     report.sequences_same_tokens = len(same_tokens)
     report.tokens_equal = bool(pairs) and len(same_tokens) == len(pairs)
-    position_findings = [f for src, m in same_tokens for f in explain_positions(src, m, vocab, source.kind)]
+    position_findings = [
+        f for src, m in same_tokens for f in explain_positions(src, m, vocab, source.kind, source.runner)
+    ]
     findings += position_findings
     report.positions_equal = report.tokens_equal and not position_findings
     comparable = [(s, m) for s, m in same_tokens if not explain_positions(s, m, vocab, source.kind)]
