@@ -346,7 +346,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("source", help="the source training script (.py) the migration came from")
     p.add_argument("--train", metavar="PATH", help="the migrated train.py (default: migrate SOURCE afresh)")
     p.add_argument("--config", action="append", default=[], metavar="FILE", help="companion file (repeatable)")
-    p.add_argument("--rows", type=int, default=8, help="data rows in the compared step (default: %(default)s)")
+    p.add_argument("--rows", type=int, default=8, help="data rows (GRPO: prompts) in the step (default: %(default)s)")
     p.add_argument("--data", metavar="FILE", help="a local copy of the source's data (a Hub dataset offline)")
     p.add_argument("--mint-data", metavar="FILE", help="rows train.py reads, if a separate data step made them")
     p.add_argument("--model", metavar="DIR", help="Hugging Face folder both sides load (default: tiny Qwen3)")

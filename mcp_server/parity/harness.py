@@ -14,7 +14,11 @@ leaves the objective alone:
 - TrainingArguments: one step of N rows on the CPU, in float32, nothing saved or reported;
   NEFTune noise off (random by design); the script's own batch settings are recorded;
 - a PEFT config is dropped: LoRA starts as the identity (B = 0), so step 0 is the base model's;
-- a plain loop's DataLoader gives its first N items in order as one batch.
+- a plain loop's DataLoader gives its first N items in order as one batch;
+- GRPO: GRPOTrainer scores the completions train.py sampled (given with --completions) instead of
+  generating its own, and its advantages are kept. This is the one place TRL's internals resist:
+  both hooks are private methods of TRL 1.16 (`_generate_single_turn`, `_compute_loss`), so another
+  TRL version may need them adjusted; rewards, advantages and the loss are TRL's own code.
 
 What is measured, not assumed: the first `backward()` is the step's loss; a hook on each forward
 pass that runs with gradients keeps the tokens and the gradient of that loss with respect to each
