@@ -100,7 +100,9 @@ def _cmd_scaffold(args: argparse.Namespace) -> int:
     from mcp_server.render import scaffold
 
     tuning = {name: getattr(args, name) for name in SCAFFOLD_TUNING}
-    options = ScaffoldOptions(kind=args.kind, base_model=args.base_model, loss_fn=args.loss_fn, **tuning)
+    options = ScaffoldOptions(
+        kind=args.kind, base_model=args.base_model, loss_fn=args.loss_fn, throughput=args.throughput, **tuning
+    )
     result = scaffold(options, output_path=_absolute(args.out), workspace=_ANYWHERE, overwrite=args.force)
 
     def human() -> str:
@@ -299,12 +301,13 @@ def build_parser() -> argparse.ArgumentParser:
     for name, kind in SCAFFOLD_TUNING.items():
         flag = "--" + name.replace("_", "-")
         p.add_argument(flag, type=kind, help=ScaffoldOptions.model_fields[name].description)
+    p.add_argument("--throughput", action="store_true", help=ScaffoldOptions.model_fields["throughput"].description)
     p.add_argument("--out", help="write here instead of printing")
     p.add_argument("--force", action="store_true", help="overwrite --out if it exists")
     json_flag(p)
     p.set_defaults(run=_cmd_scaffold)
 
-    p = sub.add_parser("migrate", help="plan a migration; with --out write train.py and MIGRATION.md")
+    p = sub.add_parser("migrate", help="plan a migration; with --out write train.py, MIGRATION.md and the data step")
     p.add_argument("source", help="training script, launch script or config (python, shell, YAML)")
     p.add_argument("--config", action="append", default=[], metavar="FILE", help="companion file (repeatable)")
     p.add_argument("--out", metavar="DIR", help="write train.py and MIGRATION.md here")

@@ -117,6 +117,7 @@ def create_server(workspace: Path | None = None) -> MCPServer:
         max_length: Annotated[int | None, _option("max_length")] = None,
         temperature: Annotated[float | None, _option("temperature")] = None,
         beta: Annotated[float | None, _option("beta")] = None,
+        throughput: Annotated[bool, _option("throughput")] = False,
         output_path: Annotated[
             str | None, Field(description="Write the script here (inside the workspace); omit to only return it.")
         ] = None,
@@ -142,6 +143,7 @@ def create_server(workspace: Path | None = None) -> MCPServer:
             max_length=max_length,
             temperature=temperature,
             beta=beta,
+            throughput=throughput,
         )
         return await anyio.to_thread.run_sync(
             lambda: scaffold(options, output_path=output_path, workspace=root, overwrite=overwrite)

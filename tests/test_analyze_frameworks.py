@@ -209,10 +209,12 @@ def test_openrlhf_entry_points(tmp_path, entry, flags, algorithm, warn):
 def test_openrlhf_legacy_lora_flags(tmp_path):
     plan = plan_of(tmp_path, "run.sh", "deepspeed --module openrlhf.cli.train_sft --pretrain m/a --lora_rank 16\n")
     assert plan.settings.lora.value.rank == 16 and plan.mint.lora_rank == 16
-    # No rate in the inputs: OpenRLHF's SFT default, kept as is because the source already trains LoRA.
+    # No rate in the inputs: OpenRLHF's SFT default, kept because the source already trains LoRA, but raised
+    # to the low end of MinT's LoRA range: 5e-6 is a full fine-tune's range, which the linter flags (MINT023).
     assert plan.settings.learning_rate is None
     assert plan.framework_defaults["learning_rate"].value == 5e-6
-    assert plan.mint.learning_rate == 5e-6 and "already trains LoRA" in plan.mint.learning_rate_reason
+    assert plan.mint.learning_rate == 1e-5 and "already trains LoRA" in plan.mint.learning_rate_reason
+    assert "MINT023" in plan.mint.learning_rate_reason
 
 
 def test_tinker_reverse_kl_is_distillation_and_cookbook_modules_vote(tmp_path):

@@ -72,8 +72,10 @@ def test_without_output_dir_nothing_is_written(tmp_path):
 def test_output_dir_gets_train_py_and_report_and_refuses_to_overwrite(tmp_path):
     result = migrate(SFT_CASE / "sft_capybara.py", [], output_dir="out", workspace=tmp_path, overwrite=False)
     train, report = tmp_path / "out" / "train.py", tmp_path / "out" / "MIGRATION.md"
-    assert result.plan.files_written == [str(train), str(report)]
+    prepare = tmp_path / "out" / "prepare_data.py"  # the data step: trl-lib/Capybara -> train.jsonl
+    assert result.plan.files_written == [str(train), str(prepare), str(report)]
     assert train.read_text() == result.train_py and report.read_text() == result.report
+    assert prepare.read_text() == result.companions["prepare_data.py"] and '"trl-lib/Capybara"' in prepare.read_text()
     # The chosen values are the script's defaults.
     assert 'BASE_MODEL = "Qwen/Qwen2.5-1.5B-Instruct"' in result.train_py
     assert "LORA_RANK = 32" in result.train_py

@@ -121,7 +121,7 @@ def test_preflight_before_the_local_smoke_run_targets_local():
 
 def test_the_finish_step_names_what_an_agent_must_check(tmp_path):
     finish = _section("Finish the port")
-    for must in ("reward_fn", "MINT023", "LEARNING_RATE", "LORA_RANK", "Smoke again"):
+    for must in ("--reward", "MINT023", "LEARNING_RATE", "LORA_RANK", "Smoke again"):
         assert must in finish, must
     # the MIGRATION.md sections it names are the ones the report really writes
     from mcp_server.migrate import migrate
@@ -347,7 +347,7 @@ def test_marketplace_lists_this_plugin():
 
 # The scaffold whose code the cheatsheet's "Throughput" subsection names (one place to change when
 # the throughput machinery moves to a scaffold option).
-THROUGHPUT_SCAFFOLD = {"kind": "grpo"}
+THROUGHPUT_SCAFFOLD = {"kind": "grpo", "throughput": True}
 
 
 def _cheatsheet_section(title: str) -> str:

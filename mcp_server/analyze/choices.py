@@ -17,6 +17,8 @@ KIND: dict[Algorithm, ScaffoldKind] = {
 }
 DEFAULT_MODEL = DEFAULT_BASE_MODEL
 LORA_FACTOR = 10
+# The lowest LoRA rate the tool chooses: below it the linter flags a full fine-tune's range (MINT023).
+LORA_LR_FLOOR = 1e-5
 # MinT / Tinker guidance when the source says nothing and its framework has no default.
 _LR_GUIDANCE = {
     "sft": (2e-4, "MinT guidance for LoRA SFT is 1e-4 to 5e-4"),
@@ -189,11 +191,17 @@ def _learning_rate(framework: str, kind: ScaffoldKind, settings: Settings, defau
     if used_lora:
         where = ev.extras.get("used_lora")
         at = f" ({where.loc})" if where is not None and where.loc else ""
-        return float(lr), f"{origin}: the source already trains LoRA{at}, so the rate carries over unchanged"
-    value = float(f"{lr * LORA_FACTOR:.6g}")
-    return value, (f"{origin} is a full fine-tuning rate; LoRA needs a larger one: x{LORA_FACTOR} "
-                   f"(tinker-cookbook's get_lora_lr_over_full_finetune_lr; the LoRA primer says 20-100x, so raise "
-                   f"it if training is slow) -> {value:g}")
+        value, why = float(lr), f"{origin}: the source already trains LoRA{at}, so the rate carries over"
+    else:
+        value = float(f"{lr * LORA_FACTOR:.6g}")
+        why = (f"{origin} is a full fine-tuning rate; LoRA needs a larger one: x{LORA_FACTOR} (tinker-cookbook's "
+               f"get_lora_lr_over_full_finetune_lr; the LoRA primer says 20-100x, so raise it if training is slow) "
+               f"-> {value:g}")
+    if value < LORA_LR_FLOOR:
+        return LORA_LR_FLOOR, (f"{why}; that is still a full fine-tune's range for LoRA (below {LORA_LR_FLOOR:g}, "
+                               f"which `mint-migrate lint` flags as MINT023), so the rate is raised to "
+                               f"{LORA_LR_FLOOR:g}, the low end of MinT's LoRA range")
+    return value, why
 
 
 def _rank(settings: Settings) -> tuple[int, str]:
@@ -255,6 +263,7 @@ def _group_shape(choices: MintChoices, settings: Settings, defaults: dict[str, S
             completions = as_int(per.value) * (accum or 1) * (as_int(world.value) if world else 1)
             if completions % choices.group_size == 0 and completions >= choices.group_size:
                 choices.groups_per_batch = completions // choices.group_size
+                sources = ", ".join(s.source for s in (per, settings.gradient_accumulation_steps) if s is not None)
                 choices.reasons.append(
                     f"{choices.groups_per_batch} groups per step = {completions} completions per step "
-                    f"({per.source}) / group size {choices.group_size}")
+                    f"({sources}) / group size {choices.group_size}")

@@ -74,7 +74,10 @@ EXTRAS = {"epsilon_high", "loss_type", "importance_sampling_level", "num_iterati
           "gradient_checkpointing", "packing", "assistant_only_loss", "completion_only_loss", "use_peft",
           "lora_r", "lora_alpha", "lora_target_modules", "lora_dropout", "teacher_model_name_or_path",
           "reward_model_path", "sft_model_path", "vf_coef", "num_ppo_epochs", "load_in_4bit", "load_in_8bit",
-          "desirable_weight", "undesirable_weight", "center_rewards_coefficient", "lmbda", "top_p", "top_k"}
+          "desirable_weight", "undesirable_weight", "center_rewards_coefficient", "lmbda", "top_p", "top_k",
+          # read by analyze/task.py: the data's columns and split, the reward weights, the LR warmup
+          "warmup_steps", "dataset_text_field", "reward_weights", "dataset_train_split", "dataset_config",
+          "steps_per_generation"}
 _GENERIC_YAML_HINTS = {"model_name_or_path", "learning_rate", "per_device_train_batch_size", "num_train_epochs",
                        "gradient_accumulation_steps", "dataset_name", "dataset_mixer", "dataset_mixture",
                        "max_seq_length", "output_dir", "bf16", "lr_scheduler_type"}
