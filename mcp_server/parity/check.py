@@ -200,7 +200,11 @@ def check_parity(
                 pass
 
     workdir = Path(tempfile.mkdtemp(prefix="mint-parity-"))
-    # mint-local starts while the source side runs: on 2 cores that hides most of its start-up.
+    # mint-local starts while the source side runs: on 2 cores that hides most of its start-up. Its
+    # launcher is imported here first: CPython 3.11 builds ASTs with interpreter-wide state
+    # (cpython#106905), so no module should be compiled in that thread while another parses.
+    import mint_local.launcher  # noqa: F401
+
     threading.Thread(target=_start_server, args=(model_dir,), name="parity-mint-local", daemon=True).start()
     try:
         train_path = Path(train).resolve() if train is not None else _migrated_train(source, configs, workdir)
