@@ -366,22 +366,15 @@ def test_rest_client_runs_checkpoints_and_archive(sc, mint_local_server, tokens)
         True,
     )
 
-    # tinker 0.22.0's get_checkpoint_archive_url cannot read a 302 (it raises TypeError client-side),
-    # so fetch the archive over plain HTTP: GET .../archive redirects to a .tar.gz download.
-    run_id, checkpoint_id = state.removeprefix("tinker://").split("/", 1)
-    archive = httpx.get(
-        f"{mint_local_server.base_url}/api/v1/training_runs/{run_id}/checkpoints/{checkpoint_id}/archive",
-        follow_redirects=True,
-        timeout=30,
-    )
-    assert archive.status_code == 200 and archive.headers["content-type"] == "application/gzip"
-    with tarfile.open(fileobj=io.BytesIO(archive.content), mode="r:gz") as tar:
+    # The SDK's own archive call: mint-local answers 302 and tells the SDK (client config) to
+    # use httpx's transport, which hands the redirect back instead of following it.
+    archive = rest.get_checkpoint_archive_url_from_tinker_path(state).result()
+    assert archive.url.endswith(".tar.gz") and archive.expires is not None
+    download = httpx.get(archive.url, timeout=30)
+    assert download.status_code == 200 and download.headers["content-type"] == "application/gzip"
+    with tarfile.open(fileobj=io.BytesIO(download.content), mode="r:gz") as tar:
         names = set(tar.getnames())
-    assert {
-        "rest-state/adapter_model.safetensors",
-        "rest-state/adapter_config.json",
-        "rest-state/optimizer.pt",
-    } <= names
+    assert {"adapter_model.safetensors", "adapter_config.json", "optimizer.pt"} <= names
 
     rest.delete_checkpoint_from_tinker_path(sampler).result()
     assert [c.tinker_path for c in rest.list_checkpoints(tc.model_id).result().checkpoints] == [state]
