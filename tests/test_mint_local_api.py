@@ -345,8 +345,10 @@ def test_concurrent_clients_do_not_interfere(mint_local_server, tokens):
 # --- REST: runs, checkpoints, sessions ---------------------------------------------------------
 
 
-def test_rest_client_runs_checkpoints_and_archive(sc, mint_local_server, tokens):
+def test_rest_client_runs_checkpoints_and_archive(sc, mint_local_server, tokens, tmp_path):
     tc = new_client(sc, mint_local_server, rank=3, train_mlp=False)
+    tc.forward_backward([ce_datum(tokens)], "cross_entropy").result()
+    tc.optim_step(mint.AdamParams(learning_rate=5e-2)).result()
     state = tc.save_state("rest-state").result().path
     sampler = tc.save_weights_for_sampler("rest-sampler").result().path
     rest = sc.create_rest_client()
@@ -374,7 +376,19 @@ def test_rest_client_runs_checkpoints_and_archive(sc, mint_local_server, tokens)
     assert download.status_code == 200 and download.headers["content-type"] == "application/gzip"
     with tarfile.open(fileobj=io.BytesIO(download.content), mode="r:gz") as tar:
         names = set(tar.getnames())
+        tar.extractall(tmp_path / "adapter", filter="data")
     assert {"adapter_model.safetensors", "adapter_config.json", "optimizer.pt"} <= names
+    # Unpacked, it is a PEFT adapter folder: peft loads it onto the base model and scores the
+    # text as the server does.
+    from peft import PeftModel
+
+    info = tc.get_info()
+    model = PeftModel.from_pretrained(reference_model.__wrapped__(info.model_data.tokenizer_id), str(tmp_path / "adapter"))
+    with torch.no_grad():
+        logits = model(input_ids=torch.tensor([tokens[:-1]])).logits[0].double()
+    peft_logprobs = torch.log_softmax(logits, -1).gather(-1, torch.tensor(tokens[1:])[:, None]).squeeze(-1)
+    served = logprobs_of(tc.forward([ce_datum(tokens)], "cross_entropy").result())
+    assert torch.allclose(peft_logprobs, served, atol=1e-5)
 
     rest.delete_checkpoint_from_tinker_path(sampler).result()
     assert [c.tinker_path for c in rest.list_checkpoints(tc.model_id).result().checkpoints] == [state]
