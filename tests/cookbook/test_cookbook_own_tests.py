@@ -1,0 +1,66 @@
+"""tinker-cookbook's own weight-export tests, run from its PyPI sdist against mint-local.
+
+The tests are not in the wheel, and their code is not copied into this repository: `make
+test-cookbook` downloads the sdist from PyPI (`pip download --no-binary :all:`) and unpacks it
+under `.cookbook-sdist/` (git-ignored); TINKER_COOKBOOK_SDIST may name another unpacked copy.
+They run unchanged, with their own pytest configuration, from a folder that also holds the
+stand-in models and datasets.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("tinker_cookbook", reason="the cookbook tier needs tinker-cookbook (.venv-cookbook): make test-cookbook")
+
+REPO = Path(__file__).resolve().parents[2]
+SDIST = Path(os.environ.get("TINKER_COOKBOOK_SDIST", REPO / ".cookbook-sdist" / "tinker_cookbook-0.4.1"))
+
+# The tests that talk to a Tinker server and need no hub beyond the stand-ins: a dense Qwen3
+# adapter trained, downloaded, exported as PEFT and merged. (The MoE/Qwen3.5/DeepSeek/Kimi ones
+# need those architectures; mint-local serves one dense model.)
+WEIGHT_TESTS = [
+    "tests/weights/test_download.py",
+    "tests/weights/test_lifecycle.py",
+    "tests/weights/test_weight_export_e2e.py::TestDenseQwen3",
+    "tests/weights/test_partial_lora_lifecycle.py::TestPartialLoraDense",
+]
+
+
+@pytest.fixture(scope="session")
+def cookbook_tests_root(workspace, tmp_path_factory) -> Path:
+    if not (SDIST / "tests" / "weights").is_dir():
+        pytest.skip(f"tinker-cookbook's sdist is not unpacked at {SDIST}; `make test-cookbook` fetches it")
+    root = tmp_path_factory.mktemp("cookbook-tests")
+    shutil.copytree(SDIST / "tests", root / "tests")
+    shutil.copy(SDIST / "pyproject.toml", root / "pyproject.toml")
+    for entry in workspace.iterdir():
+        (root / entry.name).symlink_to(entry)
+    return root
+
+
+def test_cookbook_weight_export_tests_pass(cookbook_tests_root, cookbook_env, use_cookbook_env):
+    import tinker
+
+    # test_download.py downloads whatever TINKER_TEST_CHECKPOINT_PATH names.
+    tc = tinker.ServiceClient().create_lora_training_client(base_model="Qwen/Qwen3-8B", rank=4)
+    checkpoint = tc.save_weights_for_sampler("cookbook-download-test").result().path
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rA", *WEIGHT_TESTS],
+        cwd=cookbook_tests_root,
+        env={**cookbook_env, "TINKER_TEST_CHECKPOINT_PATH": checkpoint},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=1800,
+    )
+    summary = proc.stdout.strip().splitlines()[-1]
+    assert proc.returncode == 0, proc.stdout[-6000:]
+    assert re.fullmatch(r"=* ?6 passed.*", summary), summary
