@@ -64,7 +64,7 @@ def test_dpo_recipe_learns_the_preferred_answers(workspace, cookbook_env, tmp_pa
         f"log_path={log}", "behavior_if_log_dir_exists=delete",
         cwd=workspace, env=cookbook_env,
     )  # fmt: skip
-    loss = _losses(metrics(log), "loss")
+    loss = _losses(metrics(log), "dpo_loss")
     assert len(loss) == 4
     assert abs(loss[0] - math.log(2)) < 1e-3  # policy == reference at the start: -log sigmoid(0)
     assert loss[3] < loss[0]
