@@ -19,23 +19,7 @@ import pytest
 import torch
 
 from mint_local.launcher import LocalServer, LocalServerError
-from mint_local.testing import TEST_API_KEY, TEXT, ce_datum, checkpoint_dir, logprobs_of, reference_model
-
-
-@pytest.fixture(scope="module")
-def sc(mint_local_server):
-    return mint.ServiceClient(base_url=mint_local_server.base_url, api_key=TEST_API_KEY)
-
-
-@pytest.fixture(scope="module")
-def http(mint_local_server):
-    with httpx.Client(base_url=mint_local_server.base_url, headers={"X-API-Key": TEST_API_KEY}, timeout=60) as client:
-        yield client
-
-
-@pytest.fixture(scope="module")
-def tokens(sc, mint_local_server):
-    return sc.create_lora_training_client(base_model=mint_local_server.model_name, rank=2).get_tokenizer().encode(TEXT)
+from mint_local.testing import TEST_API_KEY, ce_datum, checkpoint_dir, logprobs_of, reference_model
 
 
 def new_client(sc, server, rank=4, seed=0, **kwargs):

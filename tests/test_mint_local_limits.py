@@ -17,23 +17,7 @@ import mint
 import pytest
 import torch
 
-from mint_local.testing import TEST_API_KEY, TEXT, ce_datum, logprobs_of, rl_datum
-
-
-@pytest.fixture(scope="module")
-def sc(mint_local_server):
-    return mint.ServiceClient(base_url=mint_local_server.base_url, api_key=TEST_API_KEY)
-
-
-@pytest.fixture(scope="module")
-def http(mint_local_server):
-    with httpx.Client(base_url=mint_local_server.base_url, headers={"X-API-Key": TEST_API_KEY}, timeout=60) as client:
-        yield client
-
-
-@pytest.fixture(scope="module")
-def tokens(sc, mint_local_server):
-    return sc.create_lora_training_client(base_model=mint_local_server.model_name, rank=2).get_tokenizer().encode(TEXT)
+from mint_local.testing import TEST_API_KEY, ce_datum, logprobs_of
 
 
 def new_client(sc, server, **kwargs):
@@ -64,10 +48,10 @@ def refused(call, *messages: str, errors=(mint.BadRequestError,)) -> None:
 
 
 def raw_datum(tokens: list[int], **inputs: list[float]) -> dict:
-    n = len(tokens) - 1
+    """A Datum in wire JSON, next-token targets plus the given float inputs."""
     wire = {"target_tokens": {"data": tokens[1:], "dtype": "int64"}}
     wire.update({k: {"data": v, "dtype": "float32"} for k, v in inputs.items()})
-    return {"model_input": {"chunks": [{"type": "encoded_text", "tokens": tokens[:-1]}]}, "loss_fn_inputs": wire} if n else {}
+    return {"model_input": {"chunks": [{"type": "encoded_text", "tokens": tokens[:-1]}]}, "loss_fn_inputs": wire}
 
 
 def post_raw(http, path: str, body: dict) -> httpx.Response:

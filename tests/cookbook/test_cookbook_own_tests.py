@@ -64,3 +64,33 @@ def test_cookbook_weight_export_tests_pass(cookbook_tests_root, cookbook_env, us
     summary = proc.stdout.strip().splitlines()[-1]
     assert proc.returncode == 0, proc.stdout[-6000:]
     assert re.fullmatch(r"=* ?6 passed.*", summary), summary
+
+
+# --- the recipe smoke tests (tests/recipes): each runs `uv run python -m RECIPE ... max_steps=N` ---
+
+UV_SHIM = '#!/bin/sh\n# tinker-cookbook\'s recipe tests call "uv run python ..."; this venv already has everything.\n[ "$1" = run ] && shift\nexec "$@"\n'
+
+
+def run_cookbook_recipe_tests(root: Path, env: dict[str, str], selection: list[str]) -> dict[str, str]:
+    """Run the sdist's recipe tests; returns {test id: PASSED | FAILED | ERROR | SKIPPED}."""
+    bin_dir = root / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    (bin_dir / "uv").write_text(UV_SHIM)
+    (bin_dir / "uv").chmod(0o755)
+    path = f"{bin_dir}:{Path(sys.executable).parent}:{env.get('PATH', '')}"
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rA", *selection],
+        cwd=root,
+        env={**env, "PATH": path, "SMOKE_TEST_TIMEOUT": "1200"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=4 * 3600,
+    )
+    (root / "recipe-tests.log").write_text(proc.stdout)
+    outcomes = {}
+    for line in proc.stdout.splitlines():
+        m = re.match(r"(PASSED|FAILED|ERROR|SKIPPED) (tests/\S+)", line)
+        if m:
+            outcomes[m[2]] = m[1]
+    return outcomes
