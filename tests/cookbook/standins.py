@@ -16,7 +16,37 @@ import shutil
 from pathlib import Path
 
 # Hub names the recipes use for tokenizers (and weights export) -> stand-in model folders.
-MODEL_NAMES = ("Qwen/Qwen3-8B", "Qwen/Qwen3-8B-Base", "Qwen/Qwen3-4B-Instruct-2507")
+MODEL_NAMES = ("Qwen/Qwen3-8B", "Qwen/Qwen3-8B-Base", "Qwen/Qwen3-4B-Instruct-2507", "Qwen/Qwen3.5-4B")
+# The cookbook loads every meta-llama/Llama-3* tokenizer from this name (an ungated copy).
+LLAMA3_TOKENIZER = "thinkingmachineslabinc/meta-llama-3-instruct-tokenizer"
+# In the order of the tiny tokenizer's specials (<|endoftext|>, <|im_start|>, <|im_end|>, <think>,
+# </think>): <|eot_id|> takes <|im_end|>'s id, the served model's EOS, as in Llama 3 instruct.
+LLAMA3_SPECIALS = ("<|end_of_text|>", "<|begin_of_text|>", "<|eot_id|>", "<|start_header_id|>", "<|end_header_id|>")
+
+
+def llama3_tokenizer(model_dir: Path, target: Path) -> None:
+    """The tiny tokenizer with Llama 3's special tokens, for the cookbook's llama3 renderer: they
+    take the ids of the tiny tokenizer's own five special tokens (Qwen's), so every id stays
+    inside the served model's vocabulary."""
+    data = json.loads((model_dir / "tokenizer.json").read_text(encoding="utf-8"))
+    assert len(data["added_tokens"]) == len(LLAMA3_SPECIALS)
+    for token, content in zip(data["added_tokens"], LLAMA3_SPECIALS):
+        token["content"] = content
+    target.mkdir(parents=True, exist_ok=True)
+    (target / "tokenizer.json").write_text(json.dumps(data), encoding="utf-8")
+    (target / "tokenizer_config.json").write_text(
+        json.dumps(
+            {
+                "tokenizer_class": "PreTrainedTokenizerFast",
+                "bos_token": "<|begin_of_text|>",
+                "eos_token": "<|eot_id|>",
+                "pad_token": "<|end_of_text|>",
+                "model_max_length": 32768,
+                "clean_up_tokenization_spaces": False,
+            }
+        ),
+        encoding="utf-8",
+    )
 
 
 def _problems(n: int, offset: int = 0) -> list[tuple[str, int, str]]:
@@ -44,6 +74,8 @@ def build_workspace(root: Path, model_dir: Path) -> Path:
         target = root / name
         if not target.exists():
             shutil.copytree(model_dir, target)
+    if not (root / LLAMA3_TOKENIZER).exists():
+        llama3_tokenizer(model_dir, root / LLAMA3_TOKENIZER)
     train, test = _problems(64), _problems(16, offset=64)
 
     # SFT: HuggingFaceH4/no_robots (sl_loop, chat_sl) and allenai/tulu-3-sft-mixture (weights tests,
