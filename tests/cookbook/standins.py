@@ -79,8 +79,9 @@ def build_workspace(root: Path, model_dir: Path) -> Path:
     train, test = _problems(64), _problems(16, offset=64)
 
     # SFT: HuggingFaceH4/no_robots (sl_loop, chat_sl) and allenai/tulu-3-sft-mixture (weights tests,
-    # distillation prompts): a "messages" column.
-    for split, rows in (("train", train), ("test", test)):
+    # distillation prompts): a "messages" column. chat_sl's default batch is 256 rows and its
+    # resume test runs 6 steps, so no_robots has 2,048.
+    for split, rows in (("train", _problems(2048)), ("test", test)):
         chats = [{"messages": _chat(q, f"{r} #### {a}"), "prompt": q, "category": "math"} for q, a, r in rows]
         _write_jsonl(root / "HuggingFaceH4/no_robots" / f"{split}.jsonl", chats)
     _write_jsonl(
@@ -97,8 +98,9 @@ def build_workspace(root: Path, model_dir: Path) -> Path:
     )
     # Distillation prompts: zwhe99/DeepMath-103K, a "question" column.
     _write_jsonl(root / "zwhe99/DeepMath-103K/train.jsonl", [{"question": q, "final_answer": str(a)} for q, a, _ in train])
-    # DPO: Anthropic/hh-rlhf, "chosen" / "rejected" transcripts that differ in the last reply.
-    for split, rows in (("train", train), ("test", test)):
+    # DPO: Anthropic/hh-rlhf, "chosen" / "rejected" transcripts that differ in the last reply
+    # (1,024 pairs: the DPO recipe's default batch is 256).
+    for split, rows in (("train", _problems(1024)), ("test", test)):
         pairs = [
             {
                 "chosen": f"\n\nHuman: {q}\n\nAssistant: {r} #### {a}",
