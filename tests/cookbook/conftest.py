@@ -50,6 +50,14 @@ def workspace(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def small_workspace(tmp_path_factory) -> Path:
+    """The same stand-ins with 64 SFT conversations, for loops that train a whole epoch."""
+    from mint_local.tiny_model import ensure_tiny_model
+
+    return build_workspace(tmp_path_factory.mktemp("cookbook-small-workspace"), ensure_tiny_model("tiny"), sft_rows=64)
+
+
+@pytest.fixture(scope="session")
 def cookbook_env(cookbook_server, tmp_path_factory) -> dict[str, str]:
     """What a user sets to point tinker-cookbook at mint-local (and keep everything offline)."""
     hf_home = tmp_path_factory.mktemp("hf-home")

@@ -67,8 +67,11 @@ def _chat(question: str, reply: str) -> list[dict[str, str]]:
     return [{"role": "user", "content": question}, {"role": "assistant", "content": reply}]
 
 
-def build_workspace(root: Path, model_dir: Path) -> Path:
-    """Write the stand-in models and datasets under `root`; run recipes with cwd=root."""
+def build_workspace(root: Path, model_dir: Path, sft_rows: int = 2048) -> Path:
+    """Write the stand-in models and datasets under `root`; run recipes with cwd=root.
+
+    `sft_rows`: conversations in HuggingFaceH4/no_robots. The cookbook's chat_sl tests need 2,048
+    (default batch 256, up to 6 steps); sl_loop trains a whole epoch, so it gets a smaller set."""
     root.mkdir(parents=True, exist_ok=True)
     for name in MODEL_NAMES:
         target = root / name
@@ -81,7 +84,7 @@ def build_workspace(root: Path, model_dir: Path) -> Path:
     # SFT: HuggingFaceH4/no_robots (sl_loop, chat_sl) and allenai/tulu-3-sft-mixture (weights tests,
     # distillation prompts): a "messages" column. chat_sl's default batch is 256 rows and its
     # resume test runs 6 steps, so no_robots has 2,048.
-    for split, rows in (("train", _problems(2048)), ("test", test)):
+    for split, rows in (("train", _problems(sft_rows)), ("test", test)):
         chats = [{"messages": _chat(q, f"{r} #### {a}"), "prompt": q, "category": "math"} for q, a, r in rows]
         _write_jsonl(root / "HuggingFaceH4/no_robots" / f"{split}.jsonl", chats)
     _write_jsonl(

@@ -21,9 +21,9 @@ def _losses(rows: list[dict], key: str) -> dict[int, float]:
     return {r["step"]: r[key] for r in rows if key in r}
 
 
-def test_sl_loop_trains_and_resumes_to_identical_losses(workspace, cookbook_env, tmp_path):
-    # 2,048 stand-in conversations in batches of 512: 4 steps.
-    args = ["model_name=Qwen/Qwen3-8B", "batch_size=512", "lora_rank=8", "max_length=256", "save_every=2", "learning_rate=1e-3"]
+def test_sl_loop_trains_and_resumes_to_identical_losses(small_workspace, cookbook_env, tmp_path):
+    workspace = small_workspace  # sl_loop trains one whole epoch: 64 conversations, batches of 16
+    args = ["model_name=Qwen/Qwen3-8B", "batch_size=16", "lora_rank=8", "max_length=256", "save_every=2", "learning_rate=1e-3"]
     full = tmp_path / "full"
     run_recipe("tinker_cookbook.recipes.sl_loop", *args, f"log_path={full}", cwd=workspace, env=cookbook_env)
     nll = _losses(metrics(full), "train_mean_nll")
