@@ -25,6 +25,8 @@ from typing import Callable
 
 import torch
 
+from mcp_server.sdk_facts import CISPO_CLIP, DRO_BETA, PPO_CLIP
+
 from .errors import UserError
 
 Tensor = torch.Tensor
@@ -39,9 +41,10 @@ class LossSpec:
     two_dim_ok: tuple[str, ...] = ()
 
 
-PPO_DEFAULTS = {"clip_low_threshold": 0.8, "clip_high_threshold": 1.2}
-CISPO_DEFAULTS = {"clip_low_threshold": 0.0, "clip_high_threshold": 4.0}
-DRO_DEFAULTS = {"beta": 1.0}
+# What the server uses when loss_fn_config leaves a key out (values and reasons: mcp_server/sdk_facts.py).
+PPO_DEFAULTS = dict(PPO_CLIP)
+CISPO_DEFAULTS = dict(CISPO_CLIP)
+DRO_DEFAULTS = {"beta": DRO_BETA}
 
 _RL_INPUTS = ("target_tokens", "logprobs", "advantages")
 

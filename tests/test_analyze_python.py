@@ -7,10 +7,11 @@ import pytest
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from mcp_server.analyze.evidence import Level, Loc, Value
-from mcp_server.analyze.lines import node_lines
-from mcp_server.analyze.pysource import PySource
+from mcp_server.analyze.pyvalues import PySource
+from mcp_server.analyze.usage import usage_commands
 from mcp_server.analyze.yamlconf import YamlConfig
 from mcp_server.errors import MintMigrateError
+from mcp_server.pylines import node_lines
 
 
 def src(text: str) -> PySource:
@@ -165,7 +166,7 @@ def test_docstring_usage_commands_carry_example_level():
         """
         '''
     )
-    [cmd] = s.docstring_commands()
+    [cmd] = usage_commands(s)
     assert {a.name: (a.value.value, a.value.loc.line, a.value.level) for a in cmd.args} == {
         "lr": (5e-5, 3, Level.EXAMPLE),
         "epochs": (2, 4, Level.EXAMPLE),
@@ -179,7 +180,7 @@ def test_syntax_errors_name_file_line_and_column():
 
 def test_start_lines_match_libcst_position_provider():
     """lines.py computes start lines in one cheap pass; they must equal PositionProvider's."""
-    import mcp_server.analyze.pysource as module
+    import mcp_server.analyze.pyvalues as module
 
     code = open(module.__file__, encoding="utf-8").read()
     tree = cst.parse_module(code)
