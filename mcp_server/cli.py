@@ -228,6 +228,37 @@ def _cmd_smoke(args: argparse.Namespace) -> int:
     return code
 
 
+# --- parity ------------------------------------------------------------------------------------
+
+
+def _cmd_parity(args: argparse.Namespace) -> int:
+    import shlex
+
+    from mcp_server.parity.check import check_parity, format_report, record_in_migration_md
+
+    def progress(step: int, message: str) -> None:
+        print(f"[{step}/3] {message}", file=sys.stderr, flush=True)
+
+    report = check_parity(
+        user_path(args.source),
+        train=user_path(args.train) if args.train else None,
+        configs=[user_path(p) for p in args.config],
+        rows=args.rows,
+        data=user_path(args.data) if args.data else None,
+        mint_data=user_path(args.mint_data) if args.mint_data else None,
+        model=str(user_path(args.model)) if args.model else None,
+        script_args=shlex.split(args.args or ""),
+        timeout_s=args.timeout,
+        fresh=args.fresh,
+        keep=user_path(args.keep) if args.keep else None,
+        on_progress=progress,
+    )
+    if args.train and not args.no_report and record_in_migration_md(report, _ANYWHERE):
+        report.notes.append(f"wrote the Parity section of {Path(report.train).parent / 'MIGRATION.md'}")
+    _emit(report, args.json, lambda: format_report(report))
+    return EXIT_OK if report.passed else EXIT_FINDINGS
+
+
 # --- serve -------------------------------------------------------------------------------------
 
 
@@ -314,6 +345,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--device", choices=["auto", "cpu", "cuda"], help="local: where mint-local runs the model")
     json_flag(p)
     p.set_defaults(run=_cmd_smoke)
+
+    p = sub.add_parser(
+        "parity", help="run the source and its migrated train.py for one step on a tiny model; compare objectives"
+    )
+    p.add_argument("source", help="the source training script (.py) the migration came from")
+    p.add_argument("--train", metavar="PATH", help="the migrated train.py (default: migrate SOURCE afresh)")
+    p.add_argument("--config", action="append", default=[], metavar="FILE", help="companion file (repeatable)")
+    p.add_argument("--rows", type=int, default=8, help="data rows (GRPO: prompts) in the step (default: %(default)s)")
+    p.add_argument("--data", metavar="FILE", help="a local copy of the source's data (a Hub dataset offline)")
+    p.add_argument("--mint-data", metavar="FILE", help="rows train.py reads, if a separate data step made them")
+    p.add_argument("--model", metavar="DIR", help="Hugging Face folder both sides load (default: tiny Qwen3)")
+    p.add_argument("--args", metavar="STRING", help="command-line arguments for the source script")
+    p.add_argument("--timeout", type=float, default=600, metavar="SECONDS", help="per side")
+    p.add_argument("--fresh", action="store_true", help="run the source side even if a cached record matches")
+    p.add_argument("--keep", metavar="DIR", help="keep both sides' records and the rows here")
+    p.add_argument("--no-report", action="store_true", help="do not write the Parity section of MIGRATION.md")
+    json_flag(p)
+    p.set_defaults(run=_cmd_parity)
 
     p = sub.add_parser("serve", help="run the MCP server over stdio")
     p.add_argument("--workspace", help="root for relative paths and the only place tools write (default: cwd)")

@@ -181,6 +181,23 @@ def _tinker_section(fixes: list[Construct]) -> list[str]:
     return out
 
 
+def with_section(markdown: str, heading: str, body: str) -> str:
+    """`markdown` with its `## heading` section replaced by `body`, or the section appended.
+
+    For results that arrive after the migration (e.g. `mint-migrate parity`): running it again
+    replaces its section instead of piling up copies."""
+    lines = markdown.rstrip("\n").split("\n")
+    title = f"## {heading}"
+    new = [title, "", *body.rstrip("\n").split("\n")]
+    if title in lines:
+        start = lines.index(title)
+        end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
+        lines[start:end] = [*new, ""] if end < len(lines) else new
+    else:
+        lines += ["", *new]
+    return "\n".join(lines) + "\n"
+
+
 def _task_sections(plan: MigrationPlan) -> list[str]:
     """Data, reward and schedule: what train.py does with the user's task, and why."""
     out: list[str] = []

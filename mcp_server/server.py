@@ -30,10 +30,12 @@ from mcp_server.frameworks import framework_list
 from mcp_server.lint import LintReport
 from mcp_server.migrate import MigrationResult
 from mcp_server.params import SCAFFOLD_INTERNAL, tool_parameters, with_parameters
+from mcp_server.parity.check import SmokeParityVerdict
+from mcp_server.parity.records import ParityReport
 from mcp_server.preflight import PreflightReport
 from mcp_server.pyparse import serialise_stdlib_ast_parse
 from mcp_server.render import ScaffoldOptions, ScaffoldResult
-from mcp_server.smoke import SmokeProgress, SmokeVerdict
+from mcp_server.smoke import SmokeProgress
 from mcp_server.workspace import inside, read_fence, read_text_inside
 
 INSTRUCTIONS = f"""\
@@ -264,24 +266,30 @@ def create_server(workspace: Path | None = None) -> MCPServer:
             Literal["auto", "cpu", "cuda"] | None,
             Field(description="local only: where mint-local runs the model; auto uses CUDA when present."),
         ] = None,
-    ) -> SmokeVerdict:
+        parity_source_path: Annotated[
+            str | None,
+            Field(description="Also run the parity check against this source script (see check_parity) once the "
+                  "smoke run passes; the verdict fails if the objectives differ."),
+        ] = None,
+    ) -> SmokeParityVerdict:
         """Run the script for a few steps (--smoke --steps N) and return a verdict: passed, steps,
         losses, step time, a sampled text for RL, the checkpoint, classified errors and the log tail.
-        Progress is reported once per training step."""
-        from mcp_server.smoke import run_smoke
+        Progress is reported once per training step. With parity_source_path, the parity check
+        runs after a passing smoke run and its report is the verdict's `parity`."""
+        from mcp_server.parity.check import smoke_with_parity
 
-        script = inside(script_path, root, await fenced(ctx))
+        roots = await fenced(ctx)
+        script = inside(script_path, root, roots)
+        source = inside(parity_source_path, root, roots) if parity_source_path else None
 
         def report(progress: SmokeProgress) -> None:
             anyio.from_thread.run(ctx.report_progress, progress.step, progress.total, progress.message)
 
-        # If the client goes away (or the server is stopped) mid-run, the await below is cancelled
-        # at once and `cancel` makes the worker kill the script and everything it started.
-        cancel = threading.Event()
-        try:
-            return await anyio.to_thread.run_sync(
-                lambda: run_smoke(
+        def run() -> SmokeParityVerdict:
+            with read_fence(roots):  # parity migrates the source afresh when asked, reading what it names
+                return smoke_with_parity(
                     script,
+                    source,
                     target=target,
                     steps=steps,
                     timeout_s=timeout_s,
@@ -289,11 +297,92 @@ def create_server(workspace: Path | None = None) -> MCPServer:
                     model=model,
                     device=device,
                     cancel=cancel,
-                ),
-                abandon_on_cancel=True,
-            )
+                )
+
+        # If the client goes away (or the server is stopped) mid-run, the await below is cancelled
+        # at once and `cancel` makes the worker kill the script and everything it started.
+        cancel = threading.Event()
+        try:
+            return await anyio.to_thread.run_sync(run, abandon_on_cancel=True)
         finally:
             cancel.set()
+
+    @mcp.tool(
+        title="Check a migration's objective against its source",
+        annotations=ToolAnnotations(
+            read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+        ),
+    )
+    @_user_errors
+    async def check_parity(
+        source_path: Annotated[str, Field(description="The source training script (.py) the migration came from.")],
+        ctx: Context,
+        train_path: Annotated[
+            str | None, Field(description="The migrated train.py; omit to migrate the source afresh.")
+        ] = None,
+        config_paths: Annotated[
+            list[str], Field(description="Companion files the migration read (YAML, reward module, ...).")
+        ] = [],  # noqa: B006 - pydantic copies defaults
+        rows: Annotated[int, Field(ge=1, le=64, description="Data rows in the compared step.")] = 8,
+        data_path: Annotated[
+            str | None, Field(description="A local copy of the source's data, when it reads a Hub dataset.")
+        ] = None,
+        mint_data_path: Annotated[
+            str | None, Field(description="The rows train.py reads, when a separate data step converted them.")
+        ] = None,
+        model: Annotated[
+            str | None, Field(description="A Hugging Face model folder both sides load (default: tiny Qwen3).")
+        ] = None,
+        script_args: Annotated[
+            list[str], Field(description="Command-line arguments for the source script.")
+        ] = [],  # noqa: B006 - pydantic copies defaults
+        fresh: Annotated[bool, Field(description="Re-run the source side even if a cached record matches.")] = False,
+        update_report: Annotated[
+            bool, Field(description="Write the result as the Parity section of the MIGRATION.md beside train.py.")
+        ] = True,
+        timeout_s: Annotated[float, Field(gt=0, le=3600, description="Per side, in seconds.")] = 600,
+    ) -> ParityReport:
+        """Prove the migrated train.py optimises the source's objective: run the source with its own
+        framework (TRL SFT/DPO, a plain PyTorch loop) and train.py on mint-local for one step, on the
+        same data rows and the same tiny model, then compare token sequences, trained positions,
+        per-token weights (up to one constant, with what it means for the learning rate) and the
+        step-0 loss. Every difference comes with its row, position, both values, cause and fix.
+        Needs the source framework installed (pip install 'mint-migrate[parity]')."""
+        from mcp_server.parity.check import check_parity as run_check
+        from mcp_server.parity.check import record_in_migration_md
+
+        # Both sides run scripts and read data: only from inside the workspace and the client's roots.
+        roots = await fenced(ctx)
+        source = inside(source_path, root, roots)
+        train = inside(train_path, root, roots) if train_path else None
+        configs = [inside(p, root, roots) for p in config_paths]
+        data = inside(data_path, root, roots) if data_path else None
+        mint_data = inside(mint_data_path, root, roots) if mint_data_path else None
+        model_dir = str(inside(model, root, roots)) if model and model != "tiny" else None
+
+        def report(step: int, message: str) -> None:
+            anyio.from_thread.run(ctx.report_progress, step, 3, message)
+
+        def run() -> ParityReport:
+            with read_fence(roots):
+                result = run_check(
+                    source,
+                    train=train,
+                    configs=configs,
+                    rows=rows,
+                    data=data,
+                    mint_data=mint_data,
+                    model=model_dir,
+                    script_args=script_args,
+                    timeout_s=timeout_s,
+                    fresh=fresh,
+                    on_progress=report,
+                )
+            if train_path and update_report and (written := record_in_migration_md(result, root)):
+                result.notes.append(f"wrote the Parity section of {written}")
+            return result
+
+        return await anyio.to_thread.run_sync(run)
 
     @mcp.prompt(name="mint-migrate", title="Migrate training code to MinT")
     def mint_migrate_prompt(

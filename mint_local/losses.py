@@ -140,6 +140,10 @@ def resolve_config(loss_fn: str, config: dict[str, float] | None) -> dict[str, f
     if unknown:
         allowed = ", ".join(sorted(spec.config_defaults)) or "none"
         raise UserError(f"loss_fn_config keys {unknown} are not used by {loss_fn!r} (accepted keys: {allowed})")
+    # Finite in float32, like every tensor input: a NaN threshold would make every ratio NaN.
+    bad = sorted(k for k, v in config.items() if not torch.isfinite(torch.tensor(float(v), dtype=torch.float32)))
+    if bad:
+        raise UserError(f"loss_fn_config {bad} must be finite numbers (within float32's range), got {[config[k] for k in bad]}")
     return {**spec.config_defaults, **config}
 
 

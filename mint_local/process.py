@@ -32,7 +32,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -224,6 +224,31 @@ class Supervised:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def run_to_end(
+    command: Sequence[str],
+    *,
+    cwd: str | os.PathLike[str] | None,
+    env: dict[str, str] | None,
+    deadline: float,
+    on_line: Callable[[str], None],
+    cancel: threading.Event | None = None,
+    name: str = "process",
+) -> tuple[int | None, bool]:
+    """Run `command` supervised until its output ends, `deadline` (time.monotonic()) passes or
+    `cancel` is set, each output line to `on_line`; then stop its whole tree. Returns (exit code,
+    or None when it did not end by itself; timed out)."""
+    proc = Supervised(command, cwd=cwd, env=env, name=name)
+    try:
+        for line in proc.lines(deadline=deadline, cancel=cancel):
+            on_line(line)
+    finally:
+        proc.stop()
+    for line in proc.drained():
+        on_line(line)
+    ended = not (proc.timed_out or proc.cancelled)
+    return (proc.returncode if ended else None), proc.timed_out
 
 
 def stop_all(grace_s: float = 1.0) -> None:

@@ -189,3 +189,28 @@ def test_start_lines_match_libcst_position_provider():
     positions = MetadataWrapper(tree, unsafe_skip_copy=True).resolve(PositionProvider)
     assert len(mine) > 1000
     assert all(positions[node].start.line == line for node, line in mine.items())
+
+
+def test_a_dataset_given_as_a_list_is_the_dataset_not_a_crash(tmp_path):
+    """Hypothesis found `load_dataset([...])` raising TypeError (a list is not hashable) while the
+    analyzer checked for a file-format builder name."""
+    from mcp_server.analyze import analyze
+
+    script = tmp_path / "train.py"
+    script.write_text(textwrap.dedent("""\
+        import torch
+        from datasets import load_dataset
+        from transformers import AutoModelForCausalLM
+
+        model = AutoModelForCausalLM.from_pretrained("gpt2")
+        data = load_dataset(["a.jsonl", "b.jsonl"])
+        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+        for batch in data:
+            loss = model(**batch).loss
+            loss.backward()
+            optimizer.step()
+        """))
+    plan = analyze(script, [])
+    assert plan.settings.dataset is not None
+    assert plan.settings.dataset.value == ["a.jsonl", "b.jsonl"]
+    assert plan.settings.dataset.source == "train.py:6"

@@ -59,7 +59,7 @@ def test_help_lists_every_subcommand_and_each_answers_its_own_help():
     assert done.returncode == 0
     # The command list of the help text, not the program name (which contains "migrate").
     listed = set(re.findall(r"^    (\w+)(?: |$)", done.stdout, re.M))
-    assert listed == {"migrate", "scaffold", "map", "lint", "preflight", "smoke", "serve"}
+    assert listed == {"migrate", "scaffold", "map", "lint", "preflight", "smoke", "parity", "serve"}
     for command in listed:
         own = run(command, "--help")
         assert own.returncode == 0 and own.stdout.startswith(f"usage: mint-migrate {command}"), command

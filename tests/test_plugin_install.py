@@ -26,7 +26,10 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 ROOT = Path(__file__).resolve().parent.parent
-TOOLS = {"map_concept", "migrate_script", "scaffold_train_py", "lint_script", "preflight_check", "launch_smoke_run"}
+TOOLS = {
+    "map_concept", "migrate_script", "scaffold_train_py", "lint_script", "preflight_check", "launch_smoke_run",
+    "check_parity",
+}
 INSTALLER_FILES = {"INSTALLER", "RECORD", "REQUESTED", "direct_url.json"}
 
 pytestmark = pytest.mark.slow

@@ -8,7 +8,10 @@ from mcp import Client
 
 from mcp_server.server import create_server
 
-TOOLS = {"map_concept", "scaffold_train_py", "migrate_script", "lint_script", "preflight_check", "launch_smoke_run"}
+TOOLS = {
+    "map_concept", "scaffold_train_py", "migrate_script", "lint_script", "preflight_check", "launch_smoke_run",
+    "check_parity",
+}
 
 
 @pytest.fixture

@@ -43,8 +43,11 @@ PLUGIN_KEYS = {
     "keywords", "commands", "agents", "skills", "hooks", "mcpServers", "userConfig",
 }
 PLUGIN_PATH_KEYS = ("commands", "agents", "skills", "hooks", "mcpServers")
-TOOLS = ["map_concept", "migrate_script", "scaffold_train_py", "lint_script", "preflight_check", "launch_smoke_run"]
-CLI_COMMANDS = ["map", "migrate", "scaffold", "lint", "preflight", "smoke"]
+TOOLS = [
+    "map_concept", "migrate_script", "scaffold_train_py", "lint_script", "preflight_check", "launch_smoke_run",
+    "check_parity",
+]
+CLI_COMMANDS = ["map", "migrate", "scaffold", "lint", "preflight", "smoke", "parity"]
 FRAMEWORK_NAMES = ["TRL", "verl", "OpenRLHF", "torchforge", "Tinker", "PyTorch"]
 
 

@@ -167,6 +167,10 @@ async def test_mcp_tools_refuse_to_read_or_run_outside_the_workspace(places):
         ("preflight_check", {"script_path": "../outside/secret.py"}),
         ("launch_smoke_run", {"script_path": "../outside/secret.py"}),
         ("launch_smoke_run", {"script_path": "escape.py"}),
+        ("launch_smoke_run", {"script_path": "train.py", "parity_source_path": "../outside/secret.py"}),
+        ("check_parity", {"source_path": "../outside/secret.py"}),
+        ("check_parity", {"source_path": "escape.py"}),
+        ("check_parity", {"source_path": "train.py", "data_path": str(outside / "secret.py")}),
     ]
     async with Client(create_server(workspace)) as client:
         for name, arguments in calls:

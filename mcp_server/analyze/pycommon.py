@@ -74,7 +74,9 @@ def _parameters_owner(node: cst.BaseExpression | None) -> str | None:
 
 def dataset_id(call: CallSite) -> Value | None:
     first = call.kwarg("path") or call.arg(0)
-    if first is not None and first.value in {"json", "parquet", "csv", "text", "arrow"}:
+    # A file-format builder ("json", "parquet", ...) names its files in data_files; any other first
+    # argument (a Hub id, a path, or a value we could not read, such as a list) is the dataset itself.
+    if first is not None and isinstance(first.value, str) and first.value in {"json", "parquet", "csv", "text", "arrow"}:
         files = call.kwarg("data_files")
         if files is not None:
             value = files.value

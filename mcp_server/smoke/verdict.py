@@ -27,6 +27,7 @@ ErrorKind = Literal[
     "server_start",
     "crashed_at_exit",
     "script_error",
+    "parity",
 ]
 
 
