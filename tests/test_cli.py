@@ -80,6 +80,22 @@ def test_scaffold_flags_are_the_scaffold_options(tmp_path):
     assert bounded.returncode == 2 and "--lora-rank" in json.loads(bounded.stdout)["error"]
 
 
+def test_scaffold_flags_cover_switches_optional_bools_and_model_options():
+    """The ScaffoldOptions fields the task and throughput work added: a switch, a --x/--no-x pair
+    and JSON objects the model validates (data, reward)."""
+    fast = run("scaffold", "grpo", "--throughput")
+    assert fast.returncode == 0 and "class RolloutEngine" in fast.stdout, fast.stderr
+    assert "class RolloutEngine" not in run("scaffold", "grpo").stdout
+    assert "NORMALIZE_ADVANTAGES = True" in run("scaffold", "grpo", "--normalize-advantages").stdout
+    assert "NORMALIZE_ADVANTAGES = False" in run("scaffold", "grpo", "--no-normalize-advantages").stdout
+    reward = run("scaffold", "grpo", "--reward", '{"file": "my_rewards.py", "functions": ["exact"]}')
+    assert reward.returncode == 0 and '"file": "my_rewards.py"' in reward.stdout, reward.stderr
+    missing = run("scaffold", "grpo", "--reward", '{"file": "my_rewards.py"}', "--json")
+    assert missing.returncode == 2 and "--reward.functions" in json.loads(missing.stdout)["error"]
+    data = run("scaffold", "sft", "--data", '{"file": "rows.jsonl"}')
+    assert data.returncode == 0 and '"file": "rows.jsonl"' in data.stdout, data.stderr
+
+
 def test_a_concept_may_be_a_flag_of_the_source_framework():
     for args in (["map", "openrlhf", "--pretrain", "--json"], ["map", "openrlhf", "--json", "--model.model_name_or_path"]):
         done = run(*args)
