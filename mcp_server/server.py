@@ -377,12 +377,20 @@ def create_server(workspace: Path | None = None) -> MCPServer:
                     timeout_s=timeout_s,
                     fresh=fresh,
                     on_progress=report,
+                    cancel=cancel,
                 )
+            if cancel.is_set():
+                return result  # the caller is gone: write nothing
             if train_path and update_report and (written := record_in_migration_md(result, root)):
                 result.notes.append(f"wrote the Parity section of {written}")
             return result
 
-        return await anyio.to_thread.run_sync(run)
+        # As launch_smoke_run: a client that goes away stops both sides and what they started.
+        cancel = threading.Event()
+        try:
+            return await anyio.to_thread.run_sync(run, abandon_on_cancel=True)
+        finally:
+            cancel.set()
 
     @mcp.prompt(name="mint-migrate", title="Migrate training code to MinT")
     def mint_migrate_prompt(

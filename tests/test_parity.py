@@ -15,6 +15,8 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -327,6 +329,41 @@ async def test_mcp_check_parity_and_smoke_run_with_parity(tmp_path):
         verdict = result.structured_content
         assert verdict["passed"], verdict["errors"]
         assert verdict["parity"]["passed"] and verdict["parity"]["sequences_compared"] == 8
+
+
+@pytest.mark.slow
+def test_a_cancelled_check_stops_the_running_side_and_everything_it_started(tmp_path):
+    """An MCP client that goes away sets `cancel`: the source side (here stuck before its first
+    step, with a child of its own) stops at once, and the check returns saying so."""
+    source = tmp_path / "loop.py"
+    source.write_text(
+        "import os, pathlib, subprocess, sys, time\n"
+        "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)'])\n"
+        "pathlib.Path(__file__).with_name('pids').write_text(f'{os.getpid()} {child.pid}')\n"
+        "time.sleep(300)\n",
+        encoding="utf-8",
+    )
+    train = tmp_path / "train.py"
+    train.write_text('# "--parity-dump"\n', encoding="utf-8")
+    cancel, found = threading.Event(), {}
+    worker = threading.Thread(
+        target=lambda: found.update(report=check_parity(source, train=train, rows=2, timeout_s=300, fresh=True,
+                                                        cancel=cancel))
+    )
+    worker.start()
+    deadline = time.monotonic() + 240  # the harness imports torch and transformers first
+    while not (tmp_path / "pids").exists():
+        assert time.monotonic() < deadline and worker.is_alive(), found
+        time.sleep(0.1)
+    pids = [int(p) for p in (tmp_path / "pids").read_text().split()]
+    cancel.set()
+    worker.join(60)
+    assert not worker.is_alive(), "check_parity kept running after cancel"
+    report = found["report"]
+    assert not report.passed and any("the caller went away" in f.message for f in report.findings)
+    for pid in pids:
+        state = Path(f"/proc/{pid}/stat")
+        assert not state.exists() or state.read_text().split(") ")[1].split()[0] == "Z", pid
 
 
 # --- fast: the pieces that need no run -----------------------------------------------------------------------

@@ -114,7 +114,7 @@ class _Check:
         try:
             record, cached = run_source_side(
                 self.source, self.model_dir, rows, self.workdir, data=data, script_args=o["script_args"],
-                completions=completions, timeout_s=o["timeout_s"], fresh=o["fresh"],
+                completions=completions, timeout_s=o["timeout_s"], fresh=o["fresh"], cancel=o["cancel"],
             )  # fmt: skip
         except SourceSideError as exc:
             self.report.findings.append(ParityFinding(
@@ -132,7 +132,8 @@ class _Check:
     def mint_side(self, rows_file: Path, n_rows: int) -> SideRecord:
         try:
             record = run_mint_side(
-                self.train, rows_file, self.model_dir, n_rows, self.workdir, timeout_s=self.options["timeout_s"]
+                self.train, rows_file, self.model_dir, n_rows, self.workdir, timeout_s=self.options["timeout_s"],
+                cancel=self.options["cancel"],
             )
         except MintSideError as exc:
             self.report.findings.append(ParityFinding(
@@ -167,6 +168,7 @@ def check_parity(
     fresh: bool = False,
     keep: Path | None = None,
     on_progress: Callable[[int, str], None] | None = None,
+    cancel: threading.Event | None = None,
 ) -> ParityReport:
     """Run both sides' first step and compare them (see the module docstring).
 
@@ -174,7 +176,8 @@ def check_parity(
     data: a local copy of the source's data (needed when the source reads a Hub dataset offline,
     or reads its file without `datasets`). mint_data: the rows train.py reads, when a data step
     converted them outside train.py (the first N, in the source's order). keep: a folder for both
-    sides' records and the rows.
+    sides' records and the rows. cancel: when set (an MCP client went away), the side running stops
+    with everything it started, and the report says so.
     """
     started = time.monotonic()
     configs = list(configs or [])
@@ -211,7 +214,7 @@ def check_parity(
         report = ParityReport(passed=False, source=str(source), train=str(train_path), model=str(model_dir))
         if train is None:
             report.notes.append(f"train.py: migrated afresh from {source.name} (give the train path to check yours)")
-        options = {"script_args": list(script_args or []), "timeout_s": timeout_s, "fresh": fresh}
+        options = {"script_args": list(script_args or []), "timeout_s": timeout_s, "fresh": fresh, "cancel": cancel}
         check = _Check(source, train_path, model_dir, workdir, report, options)
 
         def data_rows() -> list[dict] | None:
@@ -418,7 +421,7 @@ def smoke_with_parity(
     if not verdict.passed:
         verdict.notes.append("parity not checked: the smoke run failed first")
         return verdict
-    report = check_parity(source, train=script, rows=rows)
+    report = check_parity(source, train=script, rows=rows, cancel=smoke_options.get("cancel"))
     verdict.parity = report
     if not report.passed:
         errors = [f for f in report.findings if f.severity == "error"]

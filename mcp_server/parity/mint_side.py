@@ -12,6 +12,7 @@ import os
 import re
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -35,9 +36,17 @@ def _accepts(script: Path, flag: str) -> bool:
 
 
 def run_mint_side(
-    script: Path, rows_file: Path, model_dir: Path, n_rows: int, workdir: Path, *, timeout_s: float = 300
+    script: Path,
+    rows_file: Path,
+    model_dir: Path,
+    n_rows: int,
+    workdir: Path,
+    *,
+    timeout_s: float = 300,
+    cancel: threading.Event | None = None,
 ) -> SideRecord:
-    """Run `script --parity-dump` on `rows_file` (all its rows in one step) and read the dump."""
+    """Run `script --parity-dump` on `rows_file` (all its rows in one step) and read the dump;
+    `cancel`, when set, stops the run and everything it started."""
     started = time.monotonic()
     if not _accepts(script, "--parity-dump"):
         raise MintSideError(
@@ -64,9 +73,11 @@ def run_mint_side(
     lines: list[str] = []
     code, timed_out = run_to_end(
         command, cwd=script.parent, env=env, deadline=time.monotonic() + timeout_s, on_line=lines.append,
-        name="parity-mint",
+        cancel=cancel, name="parity-mint",
     )
     tail = redact("\n".join(lines[-25:]))
+    if cancel is not None and cancel.is_set():
+        raise MintSideError(f"{script.name} --parity-dump was stopped: the caller went away.")
     if timed_out:
         raise MintSideError(f"{script.name} --parity-dump was still running after {timeout_s:g} s.\n{tail}")
     if code != 0 or not dump.is_file():

@@ -13,6 +13,7 @@ import json
 import os
 import re
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -91,9 +92,11 @@ def run_source_side(
     completions: Path | None = None,
     timeout_s: float = 600,
     fresh: bool = False,
+    cancel: threading.Event | None = None,
 ) -> tuple[SideRecord, bool]:
     """(the source's first-step record, whether it came from the cache). completions: GRPO's
-    sampled answers to score (JSON from parity.check)."""
+    sampled answers to score (JSON from parity.check). `cancel`, when set, stops the run and
+    everything it started."""
     script_args = list(script_args or [])
     require_frameworks(script)
     key = cache_key(script, model_dir, rows, [p for p in (data, completions) if p is not None], script_args)
@@ -125,9 +128,11 @@ def run_source_side(
     lines: list[str] = []
     code, timed_out = run_to_end(
         command, cwd=script.parent, env=env, deadline=time.monotonic() + timeout_s, on_line=lines.append,
-        name="parity-source",
+        cancel=cancel, name="parity-source",
     )
     tail = redact("\n".join(lines[-20:]))
+    if cancel is not None and cancel.is_set():
+        raise SourceSideError(f"{script.name} was stopped: the caller went away.")
     if timed_out:
         raise SourceSideError(f"{script.name} had not finished its first step after {timeout_s:g} s.\n{tail}")
     if not out.is_file():
