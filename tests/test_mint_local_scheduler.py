@@ -211,7 +211,7 @@ def test_a_killed_clients_queued_work_is_dropped(mint_local_server, tmp_path):
     try:
         session_id = proc.stdout.readline().strip()
         assert session_id.startswith("session-")
-        time.sleep(1.0)  # its requests are submitted and polled
+        time.sleep(3.0)  # its six requests reach the server and are polled
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.wait(10)
