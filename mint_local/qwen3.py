@@ -265,9 +265,9 @@ class Qwen3ForCausalLM(nn.Module):
         float32 logits [rows, new, vocab] (`all_logits`) or [rows, vocab] (last position).
 
         A segment is `tokens` (rows lists of `new` token ids), a `cache` (RowCache) and
-        `adapters` (one per row, None for the base weights). Rows of all segments are flattened into one token axis that is
-        cut into tiles of exactly `tile` rows (the last one zero-padded), and every matmul, norm
-        and elementwise op runs tile by tile. Attention runs per segment, on that segment's own
+        `adapters` (one per row, None for the base weights). Rows of all segments are flattened
+        into one token axis that is cut into tiles of exactly `tile` rows (the last one
+        zero-padded), and every matmul, norm and elementwise op runs tile by tile. Attention runs per segment, on that segment's own
         cache. So each op sees the same shapes whatever else is in the batch, and a request's
         results are bit for bit those it gets alone: CPU (and GPU) matmul kernels change their
         blocking with the number of rows, which moves results by ~1e-7 relative when rows are
@@ -296,8 +296,6 @@ class Qwen3ForCausalLM(nn.Module):
         flat = torch.tensor([ids + [0] * pad_rows, positions + [0] * pad_rows], dtype=torch.int64).to(device)
         cos, sin = cos_table[flat[1]][:, None, :], sin_table[flat[1]][:, None, :]
         x = self.model.embed_tokens(flat[0])
-        tiles = [slice(a, a + tile) for a in range(0, padded, tile)]
-        routes = [routing.routes(adapters[t]) for t in tiles]
         heads, kv_heads, head_dim = c.num_attention_heads, c.num_key_value_heads, c.head_dim
         scale, gqa = head_dim**-0.5, heads != kv_heads
         pad = x.new_zeros((padded - total, heads * head_dim)) if padded > total else None
@@ -306,13 +304,18 @@ class Qwen3ForCausalLM(nn.Module):
             swapped = t.view(t.shape[0], t.shape[1], 2, head_dim // 2).flip(2).view(t.shape)
             return t * cos[at] + swapped * sin[at]
 
-        def each_tile(fn: Callable[[slice], torch.Tensor]) -> torch.Tensor:
+        def tiled(row_adapters: list[str | None]) -> list[tuple[slice, Any]]:
+            """Tiles over rows with these adapters, each with its LoRA routes."""
+            return [(slice(a, a + tile), routing.routes(row_adapters[a : a + tile])) for a in range(0, len(row_adapters), tile)]
+
+        def each_tile(tiles: list[tuple[slice, Any]], fn: Callable[[slice], torch.Tensor]) -> torch.Tensor:
             outs = []
-            for t, r in zip(tiles, routes):
-                routing.current = r
-                outs.append(fn(t))
+            for at, routes in tiles:
+                routing.current = routes
+                outs.append(fn(at))
             return outs[0] if len(outs) == 1 else torch.cat(outs)
 
+        tiles = tiled(adapters)
         for layer in self.model.layers:
             attn = layer.self_attn
 
@@ -323,7 +326,7 @@ class Qwen3ForCausalLM(nn.Module):
                 v = attn.v_proj(h).view(tile, kv_heads, head_dim)
                 return torch.cat((rope(q, t), rope(k, t), v), dim=1)
 
-            qkv = each_tile(project)  # [padded, heads + 2 * kv_heads, head_dim]
+            qkv = each_tile(tiles, project)  # [padded, heads + 2 * kv_heads, head_dim]
             outs = []
             for seg, (s, e, rows, new) in zip(segments, spans):
                 past = seg.cache.length
@@ -346,7 +349,7 @@ class Qwen3ForCausalLM(nn.Module):
                 y = x[t] + attn.o_proj(attended[t])
                 return y + layer.mlp(_norm(layer.post_attention_layernorm, y))
 
-            x = each_tile(finish)
+            x = each_tile(tiles, finish)
         for seg, (_, _, _, new) in zip(segments, spans):
             seg.cache.length += new
         # The unembedding runs only on the positions whose logits are wanted, again in tiles.
@@ -357,13 +360,12 @@ class Qwen3ForCausalLM(nn.Module):
             wanted_adapters.extend(a for a in seg.adapters for _ in range(new if seg.all_logits else 1))
         index = torch.cat(wanted)
         count = len(index)
-        tiles = [slice(a, a + tile) for a in range(0, -(-count // tile) * tile, tile)]
-        wanted_adapters.extend([None] * (tiles[-1].stop - count))
-        routes = [routing.routes(wanted_adapters[t]) for t in tiles]
+        padding = -count % tile
+        wanted_adapters.extend([None] * padding)
         picked = x[index.to(device)]
-        if tiles[-1].stop > count:
-            picked = torch.cat((picked, picked.new_zeros((tiles[-1].stop - count, picked.shape[1]))))
-        logits = each_tile(lambda t: self.lm_head(_norm(self.model.norm, picked[t])).float())
+        if padding:
+            picked = torch.cat((picked, picked.new_zeros((padding, picked.shape[1]))))
+        logits = each_tile(tiled(wanted_adapters), lambda t: self.lm_head(_norm(self.model.norm, picked[t])).float())
         outputs, at = [], 0
         for seg, (s, e, rows, new) in zip(segments, spans):
             n = rows * new if seg.all_logits else rows

@@ -38,7 +38,7 @@ from .lora import Routing
 # Rows per matmul in a decode step, prompt tokens per matmul in a prefill. Fixed per server:
 # exactness across batches needs every matmul to have the same shape.
 DECODE_TILE = 16
-PREFILL_TILE = 64
+PREFILL_TILE = 32
 # Work per scheduler iteration, so one huge request cannot hold the worker for minutes: at most
 # this many rows decode one token (whole cohorts, at least one), and prompts are prefilled
 # until this many tokens (at least one prompt).
