@@ -1,17 +1,23 @@
 """mint-local's scheduler: concurrent sampling requests against one batched request, against raw
-torch `generate`, and a GRPO smoke run, each with its baseline measured in this run.
+torch `generate`, and a GRPO run, each with its baseline measured in this run.
 
-    python bench/bench_scheduler.py                         # the scheduler's figures (~5 minutes on 2 CPU cores)
+    python bench/bench_scheduler.py                         # the scheduler's figures
     python bench/bench_scheduler.py --baseline DIR          # also the code before it, from DIR
+    python bench/bench_scheduler.py --threads 1 ...         # OMP_NUM_THREADS for every server
 
 DIR is a copy of the code to compare with, e.g. `git archive main | tar -x -C /tmp/sched-baseline`;
-its servers start with PYTHONPATH=DIR, so they run that code.
+its servers start with PYTHONPATH=DIR, so they run that code. Both servers run side by side
+and their rounds alternate, so background load hits both alike.
+
+Every figure comes twice: per wall-clock second, and per CPU second of the server process
+(utime + stime from /proc). On a shared machine the wall figures move with other jobs' load;
+the CPU figures measure the work the server itself did, which is what the scheduler changes.
 
 Figures (issue 16):
   1. concurrency: 16 concurrent requests with num_samples=1 against one request with
      num_samples=16 (same prompt, same max_tokens, stop=[]), through the SDK, on the tiny and the
-     ~30M model: tokens/s of each, ratio (target >= 0.8). Rounds interleaved, medians. Then the
-     same 16 seeded requests are sent one at a time: their results must be identical.
+     ~30M model: tokens/s of each, ratio (target >= 0.8). Then the same 16 seeded requests are
+     sent one at a time: their results must be identical to the concurrent ones.
   2. mixed prompts: 8 prompts of different lengths x num_samples=4, concurrent, against one
      batched transformers `generate` of the same 32 rows in this process (left-padded, sampling,
      exactly max_tokens new tokens, the server's thread count): ratio (target >= 0.7).
@@ -32,6 +38,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any, Callable
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -41,25 +48,41 @@ from mint_local.launcher import LocalServer  # noqa: E402
 
 API_KEY = "sk-mint-local-bench"
 PROMPT = list(range(20, 36))
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
 @contextlib.contextmanager
-def server_for(code: Path | None, model: str, state_dir: Path):
-    """A server running the code in `code` (None: this checkout)."""
+def servers(codes: list[tuple[str, Path | None]], model: str, work: Path):
+    """One server per code (None: this checkout), all running at once: {label: server}."""
+    started: dict[str, LocalServer] = {}
     saved = os.environ.get("PYTHONPATH")
-    if code is not None:
-        os.environ["PYTHONPATH"] = str(code)
     try:
-        server = LocalServer.start(model=model, device="cpu", state_dir=state_dir)
+        for label, code in codes:
+            if code is not None:
+                os.environ["PYTHONPATH"] = str(code)
+            try:
+                started[label] = LocalServer.start(model=model, device="cpu", state_dir=work / f"{label}-{model}")
+            finally:
+                if saved is None:
+                    os.environ.pop("PYTHONPATH", None)
+                else:
+                    os.environ["PYTHONPATH"] = saved
+        yield started
     finally:
-        if saved is None:
-            os.environ.pop("PYTHONPATH", None)
-        else:
-            os.environ["PYTHONPATH"] = saved
-    try:
-        yield server
-    finally:
-        server.stop()
+        for server in started.values():
+            server.stop()
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS  # utime, stime
+
+
+def measured(server: LocalServer, run: Callable[[], Any]) -> tuple[float, float, Any]:
+    """(wall seconds, server CPU seconds, result) of run()."""
+    cpu, t = cpu_seconds(server.pid), time.perf_counter()
+    result = run()
+    return time.perf_counter() - t, cpu_seconds(server.pid) - cpu, result
 
 
 def server_threads(server: LocalServer) -> int:
@@ -79,42 +102,54 @@ def tokens_of(results) -> int:
     return sum(len(s.tokens) for r in results for s in r.sequences)
 
 
-def concurrency(server: LocalServer, max_tokens: int, rounds: int, check_exact: bool) -> dict:
-    """One request x16 against 16 concurrent requests x1; medians over interleaved rounds."""
+def median_rates(runs: list[tuple[float, float, Any]]) -> tuple[float, float]:
+    """Median tokens per wall second and per server CPU second."""
+    return statistics.median(tokens_of(r) / w for w, _, r in runs), statistics.median(tokens_of(r) / c for _, c, r in runs)
+
+
+def concurrency(live: dict[str, LocalServer], max_tokens: int, rounds: int) -> dict[str, dict]:
+    """One request x16 against 16 concurrent requests x1, rounds alternating between servers."""
     import mint
 
-    sc = mint.ServiceClient(base_url=server.base_url, api_key=API_KEY)
+    clients = {label: mint.ServiceClient(base_url=s.base_url, api_key=API_KEY) for label, s in live.items()}
     try:
-        sampler = sc.create_sampling_client(base_model=server.model_name)
+        samplers = {label: c.create_sampling_client(base_model=live[label].model_name) for label, c in clients.items()}
         prompt = mint.ModelInput.from_ints(PROMPT)
 
-        async def one():
-            return [await sampler.sample_async(prompt=prompt, num_samples=16, sampling_params=params(max_tokens, 0))]
+        def one(label: str) -> Callable[[], list]:
+            async def run():
+                return [await samplers[label].sample_async(prompt=prompt, num_samples=16, sampling_params=params(max_tokens, 0))]
 
-        async def many():
-            return await asyncio.gather(*[sampler.sample_async(prompt=prompt, num_samples=1, sampling_params=params(max_tokens, i)) for i in range(16)])
+            return lambda: asyncio.run(run())
 
-        def rate(fn) -> tuple[float, list]:
-            t = time.perf_counter()
-            results = asyncio.run(fn())
-            return tokens_of(results) / (time.perf_counter() - t), results
+        def many(label: str) -> Callable[[], list]:
+            async def run():
+                return await asyncio.gather(
+                    *[samplers[label].sample_async(prompt=prompt, num_samples=1, sampling_params=params(max_tokens, i)) for i in range(16)]
+                )
 
-        rate(one)  # warm-up
-        ones, manys = [], []
+            return lambda: asyncio.run(run())
+
+        runs: dict[str, dict[str, list]] = {label: {"one": [], "many": []} for label in live}
+        for label in live:
+            one(label)()  # warm-up
         for _ in range(rounds):
-            ones.append(rate(one)[0])
-            rate_many, together = rate(many)
-            manys.append(rate_many)
-        out = {"one_x16": statistics.median(ones), "x1_16": statistics.median(manys)}
-        out["ratio"] = out["x1_16"] / out["one_x16"]
-        if check_exact:
-            alone = [sampler.sample(prompt=prompt, num_samples=1, sampling_params=params(max_tokens, i)).result() for i in range(16)]
-            out["identical"] = all(
+            for label, server in live.items():
+                runs[label]["one"].append(measured(server, one(label)))
+                runs[label]["many"].append(measured(server, many(label)))
+        out = {}
+        for label, r in runs.items():
+            (one_wall, one_cpu), (many_wall, many_cpu) = median_rates(r["one"]), median_rates(r["many"])
+            out[label] = {"one_wall": one_wall, "many_wall": many_wall, "one_cpu": one_cpu, "many_cpu": many_cpu}
+            together = r["many"][-1][2]
+            alone = [samplers[label].sample(prompt=prompt, num_samples=1, sampling_params=params(max_tokens, i)).result() for i in range(16)]
+            out[label]["identical"] = all(
                 [(s.tokens, s.logprobs) for s in a.sequences] == [(s.tokens, s.logprobs) for s in b.sequences] for a, b in zip(alone, together)
             )
         return out
     finally:
-        sc.holder.close()
+        for client in clients.values():
+            client.holder.close()
 
 
 def mixed_prompts(server: LocalServer, folder: Path, max_tokens: int, rounds: int) -> dict:
@@ -132,14 +167,15 @@ def mixed_prompts(server: LocalServer, folder: Path, max_tokens: int, rounds: in
     ids = torch.tensor([[0] * (width - len(p)) + p for p in rows])
     mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in rows])
 
-    def raw() -> float:
-        t = time.perf_counter()
+    def raw() -> tuple[float, float]:
+        cpu, t = time.process_time(), time.perf_counter()
         with torch.inference_mode():
             out = model.generate(
                 input_ids=ids, attention_mask=mask, do_sample=True, top_k=0, top_p=1.0, temperature=1.0,
                 max_new_tokens=max_tokens, min_new_tokens=max_tokens, pad_token_id=0,
             )
-        return (out.shape[1] - width) * len(rows) / (time.perf_counter() - t)
+        tokens = (out.shape[1] - width) * len(rows)
+        return tokens / (time.perf_counter() - t), tokens / (time.process_time() - cpu)
 
     sc = mint.ServiceClient(base_url=server.base_url, api_key=API_KEY)
     try:
@@ -150,19 +186,15 @@ def mixed_prompts(server: LocalServer, folder: Path, max_tokens: int, rounds: in
                 *[sampler.sample_async(prompt=mint.ModelInput.from_ints(p), num_samples=4, sampling_params=params(max_tokens, i)) for i, p in enumerate(prompts)]
             )
 
-        def mint_rate() -> float:
-            t = time.perf_counter()
-            return tokens_of(asyncio.run(served())) / (time.perf_counter() - t)
-
         raw()
-        mint_rate()  # warm-up
+        asyncio.run(served())  # warm-up
         ours, theirs = [], []
         for _ in range(rounds):
-            ours.append(mint_rate())
+            ours.append(measured(server, lambda: asyncio.run(served())))
             theirs.append(raw())
-        out = {"mint": statistics.median(ours), "raw_generate": statistics.median(theirs)}
-        out["ratio"] = out["mint"] / out["raw_generate"]
-        return out
+        wall, cpu = median_rates(ours)
+        raw_wall, raw_cpu = statistics.median(r[0] for r in theirs), statistics.median(r[1] for r in theirs)
+        return {"wall": wall, "cpu": cpu, "raw_wall": raw_wall, "raw_cpu": raw_cpu}
     finally:
         sc.holder.close()
 
@@ -180,9 +212,11 @@ GRPO_ROWS = [
 
 
 def grpo_run(server: LocalServer, work: Path, max_tokens: int) -> dict:
-    """The GRPO scaffold, 2 steps of 4 groups x 4 answers; wall time of the whole script."""
+    """The GRPO scaffold, 2 steps of 4 groups x 4 answers: wall time of the whole script, and the
+    server's CPU seconds during it."""
     from mcp_server.render import ScaffoldOptions, render_scaffold
 
+    work.mkdir(parents=True, exist_ok=True)
     script = work / "train.py"
     script.write_text(render_scaffold(ScaffoldOptions(kind="grpo", base_model=server.model_name)))
     data = work / "rows.jsonl"
@@ -192,20 +226,17 @@ def grpo_run(server: LocalServer, work: Path, max_tokens: int) -> dict:
         sys.executable, str(script), "--data", str(data), "--steps", "2", "--groups-per-batch", "4", "--group-size", "4",
         "--max-tokens", str(max_tokens), "--save-every", "0", "--log-dir", str(work / "log"),
     ]
-    t = time.perf_counter()
-    out = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=work, timeout=1800)
-    wall = time.perf_counter() - t
+    wall, cpu, out = measured(server, lambda: subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=work, timeout=1800))
     if out.returncode != 0:
         raise RuntimeError(f"grpo run failed:\n{out.stdout[-2000:]}\n{out.stderr[-2000:]}")
-    steps = [line for line in out.stdout.splitlines() if line.startswith("METRIC step=")]
-    step_s = [float(f.split("=", 1)[1]) for line in steps for f in line.split() if f.startswith("step_s=")]
-    return {"wall_s": wall, "step_s": step_s}
+    step_s = [float(f.split("=", 1)[1]) for line in out.stdout.splitlines() if line.startswith("METRIC step=") for f in line.split() if f.startswith("step_s=")]
+    return {"wall": wall, "cpu": cpu, "step_s": step_s}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--baseline", type=Path, help="a copy of the code to compare with (e.g. main)")
-    parser.add_argument("--quick", action="store_true", help="fewer rounds")
+    parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--skip", nargs="*", default=[], choices=["concurrency", "mixed", "grpo"])
     parser.add_argument(
         "--threads", type=int, help="OMP_NUM_THREADS for every server (default: the server's own choice; on a loaded "
@@ -221,39 +252,44 @@ def main() -> None:
     folders = {"tiny": ensure_tiny_model("tiny"), "tiny-30m": ensure_tiny_model("tiny-30m")}
     work = Path(tempfile.mkdtemp(prefix="mint-local-sched-bench-"))
     codes: list[tuple[str, Path | None]] = [("scheduler", None)] + ([("baseline", args.baseline.resolve())] if args.baseline else [])
-    rounds = 1 if args.quick else 3
     print(f"# mint-local scheduler benchmark, {time.strftime('%Y-%m-%d %H:%M')}, {platform.machine()} {os.cpu_count()} CPUs, torch {torch.__version__}")
-    print(f"load average at start: {os.getloadavg()}")
+    print(f"load average at start: {os.getloadavg()}; OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')}; rounds {args.rounds}")
 
     if "concurrency" not in args.skip:
-        print("\n## 16 concurrent requests x num_samples=1 vs one request x num_samples=16 (same prompt, stop=[])")
+        print("\n## 16 concurrent requests x num_samples=1 vs one request x num_samples=16 (same prompt, stop=[]); tokens/s per wall | per server-CPU second")
         for variant, max_tokens in (("tiny", 256), ("tiny-30m", 48)):
-            for label, code in codes:
-                # The code before the scheduler runs 16 requests one after another: one round is enough.
-                n = rounds if label == "scheduler" else 1
-                with server_for(code, variant, work / f"{label}-{variant}") as server:
-                    r = concurrency(server, max_tokens, n, check_exact=label == "scheduler")
-                exact = f"; identical to each request alone: {r['identical']}" if "identical" in r else ""
+            with servers(codes, variant, work) as live:
+                results = concurrency(live, max_tokens, args.rounds)
+            for label, r in results.items():
                 print(
-                    f"{variant:8s} {label:9s} max_tokens={max_tokens}: one x16 {r['one_x16']:.0f} tokens/s, 16 x1 {r['x1_16']:.0f} tokens/s, "
-                    f"ratio {r['ratio']:.2f} (median of {n}){exact}"
+                    f"{variant:8s} {label:9s} max_tokens={max_tokens}: one x16 {r['one_wall']:.0f} | {r['one_cpu']:.0f}, "
+                    f"16 x1 {r['many_wall']:.0f} | {r['many_cpu']:.0f}; ratio {r['many_wall'] / r['one_wall']:.2f} | "
+                    f"{r['many_cpu'] / r['one_cpu']:.2f}; concurrent results identical to each request alone: {r['identical']}"
                 )
 
     if "mixed" not in args.skip:
-        print("\n## 8 prompts (5-50 tokens) x num_samples=4 concurrent vs transformers generate of the same 32 rows (one batch)")
+        print("\n## 8 prompts (5-50 tokens) x num_samples=4 concurrent vs transformers generate of the same 32 rows (one batch); tokens/s per wall | per CPU second")
         for variant, max_tokens in (("tiny", 128), ("tiny-30m", 48)):
-            with server_for(None, variant, work / f"mixed-{variant}") as server:
-                r = mixed_prompts(server, folders[variant], max_tokens, rounds)
-            print(f"{variant:8s} max_tokens={max_tokens}: mint-local {r['mint']:.0f} tokens/s, raw generate {r['raw_generate']:.0f} tokens/s, ratio {r['ratio']:.2f}")
+            with servers(codes[:1], variant, work / "mixed") as live:
+                r = mixed_prompts(live["scheduler"], folders[variant], max_tokens, args.rounds)
+            print(
+                f"{variant:8s} max_tokens={max_tokens}: mint-local {r['wall']:.0f} | {r['cpu']:.0f}, raw generate {r['raw_wall']:.0f} | "
+                f"{r['raw_cpu']:.0f}; ratio {r['wall'] / r['raw_wall']:.2f} | {r['cpu'] / r['raw_cpu']:.2f}"
+            )
 
     if "grpo" not in args.skip:
-        print("\n## GRPO scaffold on the ~30M model: 2 steps x 4 groups x 4 answers, max_tokens 64")
-        for label, code in codes:
-            run_dir = work / f"grpo-{label}"
-            run_dir.mkdir()
-            with server_for(code, "tiny-30m", run_dir / "state") as server:
-                r = grpo_run(server, run_dir, 64)
-            print(f"{label:9s}: wall {r['wall_s']:.1f} s (script start to exit), steps {', '.join(f'{s:.1f}' for s in r['step_s'])} s")
+        print("\n## GRPO scaffold on the ~30M model: 2 steps x 4 groups x 4 answers, max_tokens 64 (rounds alternate)")
+        runs: dict[str, list[dict]] = {label: [] for label, _ in codes}
+        with servers(codes, "tiny-30m", work / "grpo") as live:
+            for i in range(args.rounds):
+                for label, server in live.items():
+                    runs[label].append(grpo_run(server, work / "grpo" / f"{label}-{i}", 64))
+        for label, r in runs.items():
+            walls = ", ".join(f"{x['wall']:.1f}" for x in r)
+            print(
+                f"{label:9s}: wall median {statistics.median(x['wall'] for x in r):.1f} s (runs {walls}), "
+                f"server CPU median {statistics.median(x['cpu'] for x in r):.1f} s; step_s {[x['step_s'] for x in r]}"
+            )
     print(f"\nload average at end: {os.getloadavg()}")
 
 
