@@ -55,14 +55,17 @@ CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 def servers(codes: list[tuple[str, Path | None]], model: str, work: Path):
     """One server per code (None: this checkout), all running at once: {label: server}."""
     started: dict[str, LocalServer] = {}
-    saved = os.environ.get("PYTHONPATH")
+    saved, cwd = os.environ.get("PYTHONPATH"), os.getcwd()
     try:
         for label, code in codes:
             if code is not None:
+                # `python -m` puts the working directory first on sys.path, ahead of PYTHONPATH.
                 os.environ["PYTHONPATH"] = str(code)
+                os.chdir(code)
             try:
                 started[label] = LocalServer.start(model=model, device="cpu", state_dir=work / f"{label}-{model}")
             finally:
+                os.chdir(cwd)
                 if saved is None:
                     os.environ.pop("PYTHONPATH", None)
                 else:
