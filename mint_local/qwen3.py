@@ -102,9 +102,13 @@ class RowCache:
         buffer[:, :, self.length : end] = kv
         return buffer[:, :, :end]
 
-    def expand(self, rows: int) -> None:
-        """One prefilled row becomes `rows` rows with the same prefix (num_samples > 1)."""
-        self.layers = [None if t is None else t.repeat(rows, 1, 1, 1) for t in self.layers]
+    def expand(self, rows: int) -> RowCache:
+        """A new cache with `rows` copies of this one prefilled row (num_samples > 1; requests
+        with the same prompt share the prefill)."""
+        expanded = RowCache(len(self.layers))
+        expanded.length = self.length
+        expanded.layers = [None if t is None else t.repeat(rows, 1, 1, 1) for t in self.layers]
+        return expanded
 
     def keep(self, rows: list[int]) -> None:
         """Drop the rows not listed (finished sequences leave the batch)."""

@@ -96,8 +96,10 @@ class _TransformersCache:
         self.hf: Any = None
         self.length = 0
 
-    def expand(self, rows: int) -> None:
+    def expand(self, rows: int) -> _TransformersCache:
+        """The one prefilled row as `rows` rows, in place (no prefill is shared on this path)."""
         self.hf.batch_repeat_interleave(rows)
+        return self
 
     def keep(self, rows: list[int]) -> None:
         self.hf.batch_select_indices(torch.tensor(rows, dtype=torch.int64))
@@ -350,42 +352,40 @@ class Decoder:
                 request.report({"error": f"mint-local internal error while sampling: {type(e).__name__}: {e}", "category": "server"})
 
     def _prefill(self, requests: list[SampleRequest]) -> None:
-        segments = [
-            Segment(
-                [r.prompt],
-                self.lm.new_cache(),
-                [r.adapter],
-                all_logits=r.want_prompt_logprobs or r.topk_prompt > 0,
-            )
-            for r in requests
-        ]
-        outputs = self._forward(segments, self.prefill_tile)
-        lasts = []
-        for r, seg, out in zip(requests, segments, outputs):
+        # Requests for the same prompt on the same weights (a group of samples sent as separate
+        # requests) share one prefill: the same computation, so each still gets what it gets alone.
+        segments: dict[Any, Segment] = {}
+        mine: list[Segment] = []
+        for r in requests:
+            all_logits = r.want_prompt_logprobs or r.topk_prompt > 0
+            key = (r.adapter, tuple(r.prompt), all_logits) if self.merge else id(r)
+            if key not in segments:
+                segments[key] = Segment([r.prompt], self.lm.new_cache(), [r.adapter], all_logits)
+            mine.append(segments[key])
+        outputs = dict(zip(map(id, segments.values()), self._forward(list(segments.values()), self.prefill_tile)))
+        live: list[tuple[SampleRequest, Segment, torch.Tensor]] = []
+        for r, seg in zip(requests, mine):
+            out = outputs[id(seg)]
             if seg.all_logits:
                 values, top = prompt_logprobs(out[0], r.prompt, r.topk_prompt)
                 r.extra = {"prompt_logprobs": values if r.want_prompt_logprobs else None, "topk_prompt_logprobs": top}
-                lasts.append(out[0, -1])
-            else:
-                lasts.append(out[0])
-        live = [(r, seg, last) for r, seg, last in zip(requests, segments, lasts) if r.settings.max_tokens > 0]
-        for r in requests:
             if r.settings.max_tokens <= 0:
                 r.report(r.result())
+            else:
+                live.append((r, seg, out[0, -1] if seg.all_logits else out[0]))
         if not live:
             return
         logits = torch.cat([last.expand(r.n, -1) for r, _, last in live])
         self._choose(logits, [(r, list(range(r.n))) for r, _, _ in live])
-        started: dict[int, list[tuple[SampleRequest, Segment]]] = {}
+        started: dict[Any, list[tuple[SampleRequest, Any]]] = {}
         for r, seg, _ in live:
             r.end_step()
             if not r.alive:
                 r.report(r.result())
                 continue
-            seg.cache.expand(len(r.alive))
-            started.setdefault(len(r.prompt) if self.merge else id(r), []).append((r, seg))
+            started.setdefault(len(r.prompt) if self.merge else id(r), []).append((r, seg.cache.expand(len(r.alive))))
         for group in started.values():
-            caches = [seg.cache for _, seg in group]
+            caches = [cache for _, cache in group]
             cache = caches[0] if len(caches) == 1 else type(caches[0]).join(caches)
             rows = [(r, i) for r, _ in group for i in r.alive]
             self.cohorts.append(_Cohort(cache, rows, [r for r, _ in group]))

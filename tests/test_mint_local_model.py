@@ -55,8 +55,8 @@ def test_builtin_qwen3_equals_transformers(variant):
         assert torch.allclose(torch.stack(steps, 1), expected[:, 30:35], atol=1e-5)
         cohort.tokens, cohort.all_logits = [row[35:40] for row in rows], True
         assert torch.allclose(ours.forward_packed([cohort], 16, routing)[0], expected[:, 35:40], atol=1e-5)
-        cohort.cache.expand(2)
-        assert cohort.cache.length == 40 and cohort.cache.layers[0].shape[0] == 6
+        expanded = cohort.cache.expand(2)
+        assert expanded.length == 40 and expanded.layers[0].shape[0] == 6
 
 
 def test_builtin_qwen3_bf16_and_tied_embeddings(tmp_path):

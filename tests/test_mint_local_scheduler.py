@@ -65,8 +65,8 @@ def engine(request, tmp_path_factory):
 
 def test_batched_sampling_equals_each_request_alone_bit_for_bit(engine):
     """Requests joining at different steps, in cohorts and alone, on two adapters and the base
-    model, with rows stopping early, per-request settings and prompt logprobs: each gets exactly
-    what it gets alone. The decoder decodes at most 5 rows per step, so cohorts also take turns."""
+    model, with rows stopping early, per-request settings, prompt logprobs and a shared prefill:
+    each gets exactly what it gets alone. The decoder decodes at most 5 rows per step, so cohorts also take turns."""
     a1, a2 = engine.adapters
     stops = list(range(3, 2048, 5))  # about one token in five ends a row
     requests = [  # (source, prompt, num_samples, params, prompt logprobs, top-k prompt logprobs)
@@ -77,13 +77,14 @@ def test_batched_sampling_equals_each_request_alone_bit_for_bit(engine):
         (a1, list(range(60, 80)), 2, _params(seed=5, temperature=0.0), True, 3),
         (BASE_WEIGHTS, list(range(7, 30)), 1, _params(seed=6, max_tokens=1), True, 0),  # compute_logprobs' shape
         (a1, list(range(90, 97)), 2, _params(seed=7, max_tokens=0), True, 0),
+        (a1, list(range(10, 17)), 2, _params(seed=8, temperature=0.9), False, 0),  # request 0's prompt: one shared prefill
     ]
     alone = [engine.sample(*r) for r in requests]
     assert any(len(set(len(s["tokens"]) for s in a["sequences"])) > 1 for a in alone), "some rows should stop early"
 
     results: dict[int, dict] = {}
     decoder = engine.new_decoder(max_decode_rows=5, admit_window=0.0)
-    joined_at = {0: [0, 1, 2], 2: [3], 3: [4, 5, 6]}  # decoder step -> requests added before it
+    joined_at = {0: [0, 1, 2, 7], 2: [3], 3: [4, 5, 6]}  # decoder step -> requests added before it
     shared_cohort = False
     step = 0
     while step in joined_at or decoder.pending():
