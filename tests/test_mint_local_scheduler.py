@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import signal
 import subprocess
 import sys
 import textwrap
@@ -134,27 +133,72 @@ def test_sdk_concurrent_samples_equal_the_same_requests_alone(mint_local_server)
         sc.holder.close()
 
 
+# --- clients in their own processes -------------------------------------------------------------
+
+_SAMPLING_CLIENT = textwrap.dedent(
+    """
+    import sys
+    import mint
+    base_url, api_key, model, requests, samples, max_tokens = sys.argv[1:]
+    sc = mint.ServiceClient(base_url=base_url, api_key=api_key)
+    sampler = sc.create_sampling_client(base_model=model)
+    prompt = mint.ModelInput.from_ints(list(range(20, 30)))
+    params = [mint.SamplingParams(max_tokens=int(max_tokens), stop=[], seed=i) for i in range(int(requests))]
+    futures = [sampler.sample(prompt, int(samples), p) for p in params]
+    print(sc.holder._session_id, flush=True)
+    for future in futures:
+        future.result()
+    print("done", flush=True)
+    """
+)
+
+
+def _sampling_client(server: LocalServer, tmp_path: Path, requests: int, samples: int, max_tokens: int) -> tuple[subprocess.Popen, str]:
+    """A client process that sends `requests` sampling requests, prints its session id, waits for
+    every result and prints "done"."""
+    script = tmp_path / "sampling_client.py"
+    script.write_text(_SAMPLING_CLIENT)
+    proc = subprocess.Popen(
+        [sys.executable, str(script), server.base_url, TEST_API_KEY, server.model_name, str(requests), str(samples), str(max_tokens)],
+        stdout=subprocess.PIPE, text=True, env=dict(os.environ, TINKER_TELEMETRY="0"),
+    )
+    session_id = proc.stdout.readline().strip()
+    assert session_id.startswith("session-"), session_id
+    time.sleep(3.0)  # its requests reach the server and are polled
+    return proc, session_id
+
+
+def _log_lines(server: LocalServer, text: str) -> list[str]:
+    return [line for line in server.log_path.read_text().splitlines() if text in line]
+
+
+def _wait_for_log(server: LocalServer, text: str) -> list[str]:
+    deadline = time.monotonic() + 60
+    while not _log_lines(server, text) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return _log_lines(server, text)
+
+
 # --- fairness -----------------------------------------------------------------------------------
 
 
-def test_a_long_sample_does_not_hold_up_another_clients_forward(mint_local_server):
-    """Client A asks for many samples of many tokens; client B's 6-token forward, sent after it,
-    finishes while A's request is still running (before the scheduler, B waited for all of A's)."""
-    a = mint.ServiceClient(base_url=mint_local_server.base_url, api_key=TEST_API_KEY)
+def test_a_long_sample_does_not_hold_up_another_clients_forward(mint_local_server, tmp_path):
+    """Client A asks for 64 samples x 2000 tokens (stop=[]); client B's 6-token forward, sent
+    after it, finishes first: when B has its result, A's request is still running, and killing
+    A then leaves it to be dropped unfinished. (With requests served one after another, B's
+    forward waited for all of A's request, so there was nothing left to drop.)"""
+    proc, session_a = _sampling_client(mint_local_server, tmp_path, requests=1, samples=64, max_tokens=2000)
     b = mint.ServiceClient(base_url=mint_local_server.base_url, api_key=TEST_API_KEY)
     try:
-        sampler = a.create_sampling_client(base_model=mint_local_server.model_name)
         trainer = b.create_lora_training_client(base_model=mint_local_server.model_name, rank=2)
-        trainer.get_info()
-        long = sampler.sample(mint.ModelInput.from_ints(list(range(20, 30))), 16, mint.SamplingParams(max_tokens=400, stop=[], seed=0))
-        time.sleep(0.5)  # let A's request reach the server first
-        short = trainer.forward([ce_datum(list(range(100, 107)))], "cross_entropy").result()
+        short = trainer.forward([ce_datum(list(range(100, 107)))], "cross_entropy").result(timeout=300)
         assert len(short.loss_fn_outputs[0]["logprobs"].data) == 6
-        assert not long.done(), "B's forward waited for A's whole sampling request"
-        assert all(len(s.tokens) == 400 for s in long.result().sequences)
     finally:
-        a.holder.close()
         b.holder.close()
+        proc.kill()
+        proc.wait(10)
+    dropped = _wait_for_log(mint_local_server, f"of {session_a}:")
+    assert dropped and "dropped 1 queued request(s)" in dropped[0]
 
 
 def test_worker_takes_queued_jobs_round_robin_across_owners():
@@ -178,51 +222,17 @@ def test_worker_takes_queued_jobs_round_robin_across_owners():
 
 # --- dead clients -------------------------------------------------------------------------------
 
-_DOOMED_CLIENT = textwrap.dedent(
-    """
-    import sys, time
-    import mint
-    sc = mint.ServiceClient(base_url=sys.argv[1], api_key=sys.argv[2])
-    sampler = sc.create_sampling_client(base_model=sys.argv[3])
-    futures = [
-        sampler.sample(mint.ModelInput.from_ints(list(range(20, 30))), 16, mint.SamplingParams(max_tokens=2000, stop=[], seed=i))
-        for i in range(6)
-    ]
-    print(sc.holder._session_id, flush=True)
-    time.sleep(600)
-    """
-)
-
-
-def _log_lines(server: LocalServer, text: str) -> list[str]:
-    return [line for line in server.log_path.read_text().splitlines() if text in line]
-
-
 def test_a_killed_clients_queued_work_is_dropped(mint_local_server, tmp_path):
     """A client process queues six long sampling requests and is killed: the server drops them
     (the client's long polls closed and nothing more came from it), so the next client's
     request is not batched with minutes of dead work: it finishes, the dead ones never do."""
-    script = tmp_path / "doomed.py"
-    script.write_text(_DOOMED_CLIENT)
-    env = dict(os.environ, TINKER_TELEMETRY="0")
-    proc = subprocess.Popen(
-        [sys.executable, str(script), mint_local_server.base_url, TEST_API_KEY, mint_local_server.model_name],
-        stdout=subprocess.PIPE, text=True, env=env,
-    )
-    try:
-        session_id = proc.stdout.readline().strip()
-        assert session_id.startswith("session-")
-        time.sleep(3.0)  # its six requests reach the server and are polled
-    finally:
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(10)
+    proc, session_id = _sampling_client(mint_local_server, tmp_path, requests=6, samples=16, max_tokens=2000)
+    proc.kill()
+    proc.wait(10)
     sc = mint.ServiceClient(base_url=mint_local_server.base_url, api_key=TEST_API_KEY)
     try:
         sampler = sc.create_sampling_client(base_model=mint_local_server.model_name)
-        deadline = time.monotonic() + 60
-        while not _log_lines(mint_local_server, f"of {session_id}:") and time.monotonic() < deadline:
-            time.sleep(0.2)
-        dropped = _log_lines(mint_local_server, f"of {session_id}:")
+        dropped = _wait_for_log(mint_local_server, f"of {session_id}:")
         # All six were still queued or decoding (2000 tokens each) when they were dropped.
         assert dropped and "dropped 6 queued request(s)" in dropped[0] and "closed its connections" in dropped[0]
         out = sampler.sample(mint.ModelInput.from_ints(list(range(20, 30))), 16, mint.SamplingParams(max_tokens=50, stop=[], seed=0)).result()
@@ -251,9 +261,7 @@ def test_work_of_a_session_that_stops_heartbeating_is_dropped(tmp_path, monkeypa
                     "sampling_params": {"max_tokens": 2000, "stop": []},
                 },
             ).json()
-            deadline = time.monotonic() + 60
-            while not _log_lines(server, f"of {session}:") and time.monotonic() < deadline:
-                time.sleep(0.2)
+            _wait_for_log(server, f"of {session}:")
             result = http.post("/api/v1/retrieve_future", json={"request_id": queued["request_id"]}).json()
         assert result["category"] == "user" and "no heartbeat" in result["error"]
         assert "dropped 1 queued request(s)" in _log_lines(server, f"of {session}:")[0]
