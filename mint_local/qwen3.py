@@ -328,7 +328,7 @@ class Qwen3ForCausalLM(nn.Module):
                 q = _norm(attn.q_norm, attn.q_proj(h).view(tile, heads, head_dim))
                 k = _norm(attn.k_norm, attn.k_proj(h).view(tile, kv_heads, head_dim))
                 v = attn.v_proj(h).view(tile, kv_heads, head_dim)
-                return torch.cat((rope(q, t), rope(k, t), v), dim=1)
+                return torch.cat((rope(torch.cat((q, k), dim=1), t), v), dim=1)  # one rope for q and k
 
             qkv = each_tile(tiles, project)  # [padded, heads + 2 * kv_heads, head_dim]
             outs = []
