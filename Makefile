@@ -1,6 +1,8 @@
 # Two commands on a fresh machine (see README):
 #   make demo   set up, then migrate an example TRL script -> lint -> 2-step smoke run on mint-local
 #   make test   set up, then run the whole test suite
+#   make test-cookbook   tinker-cookbook's loops, recipes and weight tests against mint-local
+#                        (nightly-style: its own venv, about an hour on 2 cores; not part of make test)
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
@@ -9,7 +11,11 @@ TORCH  ?= torch==2.13.0
 DEMO_SRC ?= examples/trl/sft_trl.py
 DEMO_OUT ?= demo-out
 
-.PHONY: demo test setup inspector clean
+# tinker-cookbook 0.4.1 caps transformers at 5.5.3, below the main venv's, hence its own venv.
+COOKBOOK_VENV  ?= .venv-cookbook
+COOKBOOK_SDIST := .cookbook-sdist/tinker_cookbook-0.4.1
+
+.PHONY: demo test setup inspector clean setup-cookbook test-cookbook
 
 setup: $(VENV)/.installed
 
@@ -17,7 +23,7 @@ $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q $(TORCH)
-	$(BIN)/pip install -q -e ".[local,sdk,dev]"
+	$(BIN)/pip install -q -e ".[local,sdk,dev,parity]"
 	touch $@
 
 # The MCP Inspector CLI: a real MCP client from npm, used by one test.
@@ -34,5 +40,24 @@ demo: setup
 test: setup inspector
 	$(BIN)/python -m pytest
 
+setup-cookbook: $(COOKBOOK_VENV)/.installed $(COOKBOOK_SDIST)/PKG-INFO
+
+$(COOKBOOK_VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(COOKBOOK_VENV)
+	$(COOKBOOK_VENV)/bin/pip install -q --upgrade pip
+	$(COOKBOOK_VENV)/bin/pip install -q $(TORCH)
+	$(COOKBOOK_VENV)/bin/pip install -q -e ".[local,sdk,dev,cookbook]"
+	touch $@
+
+# The cookbook's own tests ship only in its sdist (from PyPI; never committed here).
+$(COOKBOOK_SDIST)/PKG-INFO: $(COOKBOOK_VENV)/.installed
+	mkdir -p .cookbook-sdist
+	$(COOKBOOK_VENV)/bin/pip download -q --no-deps --no-binary :all: tinker-cookbook==0.4.1 -d .cookbook-sdist
+	tar -xzf .cookbook-sdist/tinker_cookbook-0.4.1.tar.gz -C .cookbook-sdist
+	touch $@
+
+test-cookbook: setup-cookbook
+	$(COOKBOOK_VENV)/bin/python -m pytest tests/cookbook -m cookbook
+
 clean:
-	rm -rf $(VENV) node_modules $(DEMO_OUT) .pytest_cache
+	rm -rf $(VENV) $(COOKBOOK_VENV) .cookbook-sdist node_modules $(DEMO_OUT) .pytest_cache

@@ -1,10 +1,11 @@
-"""sample_many_async (the scaffolds' sliding window) against mint-local with injected latency.
+"""The grpo throughput variant's sliding window (iter_sample_many_async) against mint-local with injected latency.
 
 A small reverse proxy sits between the SDK and mint-local and holds every sampling request
 (POST /api/v1/asample) for --latency seconds, like a remote MinT far away. Through it, the same
 N sampling requests run three ways in one process, one after the other:
 
-  window      sample_many_async(..., max_in_flight=W), taken from a freshly rendered grpo scaffold
+  window      iter_sample_many_async(..., max_in_flight=W), taken from a freshly rendered grpo scaffold
+              (throughput variant), all responses collected
   unbounded   asyncio.gather over all N requests at once (no bound on requests in flight)
   sequential  one request at a time
 
@@ -88,16 +89,24 @@ def start_latency_proxy(upstream: str, latency_s: float) -> tuple[str, subproces
 
 
 def load_scaffold_helpers():
-    """The async helpers exactly as a user gets them: render the grpo scaffold and import it."""
+    """The async helpers exactly as a user gets them: render the grpo throughput variant and import it."""
     from mcp_server.render import ScaffoldOptions, render_scaffold
 
     path = Path(tempfile.mkdtemp(prefix="bench-scaffold-")) / "train.py"
-    path.write_text(render_scaffold(ScaffoldOptions(kind="grpo")), encoding="utf-8")
+    path.write_text(render_scaffold(ScaffoldOptions(kind="grpo", throughput=True)), encoding="utf-8")
     spec = importlib.util.spec_from_file_location("bench_grpo_scaffold", path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
     return module
+
+
+async def window(helpers, sampler, prompts, params, max_in_flight: int) -> list:
+    """Every response through the scaffold's sliding window, in request order."""
+    results = [None] * len(prompts)
+    async for index, response in helpers.iter_sample_many_async(sampler, prompts, 1, params, max_in_flight):
+        results[index] = response
+    return results
 
 
 async def timed(coroutine) -> float:
@@ -128,13 +137,13 @@ async def run(args: argparse.Namespace) -> None:
         direct = sampler_for(server.base_url)
         far = sampler_for(proxy)
         # Warm up both paths (connections, first-call costs), then time the server alone.
-        await helpers.sample_many_async(direct, prompts[:4], 1, params, 4)
-        await helpers.sample_many_async(far, prompts[:4], 1, params, 4)
-        service_s = await timed(helpers.sample_many_async(direct, prompts[:16], 1, params, 1)) / 16
+        await window(helpers, direct, prompts[:4], params, 4)
+        await window(helpers, far, prompts[:4], params, 4)
+        service_s = await timed(window(helpers, direct, prompts[:16], params, 1)) / 16
 
-        window_s = await timed(helpers.sample_many_async(far, prompts, 1, params, args.window))
+        window_s = await timed(window(helpers, far, prompts, params, args.window))
         unbounded_s = await timed(asyncio.gather(*(helpers.sample_one_async(far, p, 1, params) for p in prompts)))
-        sequential_s = await timed(helpers.sample_many_async(far, prompts, 1, params, 1))
+        sequential_s = await timed(window(helpers, far, prompts, params, 1))
         proxy_process.terminate()
 
     ideal_rps = args.window / (args.latency + service_s)
@@ -159,7 +168,7 @@ async def run(args: argparse.Namespace) -> None:
     print()
     print("| run | requests in flight | seconds | requests/s | of the window's ideal |")
     print("|---|---|---|---|---|")
-    print(row("sample_many_async (sliding window)", window_s, f"<= {args.window}"))
+    print(row("iter_sample_many_async (sliding window)", window_s, f"<= {args.window}"))
     print(row("unbounded asyncio.gather", unbounded_s, f"{args.requests}"))
     print(row("sequential loop", sequential_s, "1"))
     print()

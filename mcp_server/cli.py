@@ -15,7 +15,9 @@ from pydantic import BaseModel
 
 from mcp_server import __version__
 from mcp_server.errors import MintMigrateError
+from mcp_server.frameworks import framework_list
 from mcp_server.render import ScaffoldOptions
+from mcp_server.sdk_facts import RL_LOSSES
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 
@@ -30,10 +32,17 @@ def _absolute(path: str | None) -> str | None:
     return str(Path(path).resolve()) if path else None
 
 
+class _UsageError(Exception):
+    """Bad arguments: main() reports them (as JSON too under --json) and exits 2."""
+
+    def __init__(self, message: str, usage: str, prog: str) -> None:
+        super().__init__(message)
+        self.usage, self.prog = usage, prog
+
+
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # argparse exits 2 too; keep its message, add a hint
-        self.print_usage(sys.stderr)
-        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\nRun '{self.prog} --help' for the options.\n")
+    def error(self, message: str) -> None:  # raised, not printed: only main() knows whether --json was asked
+        raise _UsageError(message, self.format_usage(), self.prog)
 
 
 def _emit(result: BaseModel, as_json: bool, human: Callable[[], str]) -> None:
@@ -91,7 +100,9 @@ def _cmd_scaffold(args: argparse.Namespace) -> int:
     from mcp_server.render import scaffold
 
     tuning = {name: getattr(args, name) for name in SCAFFOLD_TUNING}
-    options = ScaffoldOptions(kind=args.kind, base_model=args.base_model, loss_fn=args.loss_fn, **tuning)
+    options = ScaffoldOptions(
+        kind=args.kind, base_model=args.base_model, loss_fn=args.loss_fn, throughput=args.throughput, **tuning
+    )
     result = scaffold(options, output_path=_absolute(args.out), workspace=_ANYWHERE, overwrite=args.force)
 
     def human() -> str:
@@ -107,7 +118,7 @@ def _cmd_scaffold(args: argparse.Namespace) -> int:
 
 
 def _cmd_migrate(args: argparse.Namespace) -> int:
-    from mcp_server.analyze import migrate
+    from mcp_server.migrate import migrate
 
     result = migrate(
         Path(args.source),
@@ -154,12 +165,12 @@ def _cmd_lint(args: argparse.Namespace) -> int:
     else:
 
         def human() -> str:
+            if report.parse_error:  # no rule ran, so there are no counts to report
+                return f"{report.path}: not linted: cannot parse: {report.parse_error}"
             lines = [
                 f"{f.path}:{f.line}:{f.col}: {f.id} [{f.severity}] {f.message}\n    fix: {f.fix}"
                 for f in report.findings
             ]
-            if report.parse_error:
-                lines.append(f"{report.path}: cannot parse: {report.parse_error}")
             if report.fixes_applied:
                 lines.append(f"fixed: {', '.join(report.fixes_applied)}")
             lines.append(f"{report.errors} error(s), {report.warnings} warning(s)")
@@ -177,7 +188,7 @@ def _cmd_lint(args: argparse.Namespace) -> int:
 def _cmd_preflight(args: argparse.Namespace) -> int:
     from mcp_server.preflight import run_preflight
 
-    report = run_preflight(Path(args.path) if args.path else None)
+    report = run_preflight(Path(args.path) if args.path else None, target=args.target)
 
     def human() -> str:
         marks = {"ok": "ok  ", "warn": "WARN", "fail": "FAIL"}
@@ -186,7 +197,7 @@ def _cmd_preflight(args: argparse.Namespace) -> int:
             lines.append(f"[{marks[c.status]}] {c.name}: {c.message}")
             if c.fix and c.status != "ok":
                 lines.append(f"       fix: {c.fix}")
-        lines.append("preflight passed" if report.ok else "preflight FAILED")
+        lines.append(f"preflight ({report.target}) " + ("passed" if report.ok else "FAILED"))
         return "\n".join(lines)
 
     _emit(report, args.json, human)
@@ -221,6 +232,37 @@ def _cmd_smoke(args: argparse.Namespace) -> int:
     return EXIT_OK if verdict.passed else EXIT_FINDINGS
 
 
+# --- parity ------------------------------------------------------------------------------------
+
+
+def _cmd_parity(args: argparse.Namespace) -> int:
+    import shlex
+
+    from mcp_server.parity.check import check_parity, format_report, record_in_migration_md
+
+    def progress(step: int, message: str) -> None:
+        print(f"[{step}/3] {message}", file=sys.stderr, flush=True)
+
+    report = check_parity(
+        Path(args.source),
+        train=Path(args.train) if args.train else None,
+        configs=[Path(p) for p in args.config],
+        rows=args.rows,
+        data=Path(args.data) if args.data else None,
+        mint_data=Path(args.mint_data) if args.mint_data else None,
+        model=args.model,
+        script_args=shlex.split(args.args or ""),
+        timeout_s=args.timeout,
+        fresh=args.fresh,
+        keep=Path(args.keep) if args.keep else None,
+        on_progress=progress,
+    )
+    if args.train and not args.no_report and record_in_migration_md(report, _ANYWHERE):
+        report.notes.append(f"wrote the Parity section of {Path(report.train).parent / 'MIGRATION.md'}")
+    _emit(report, args.json, lambda: format_report(report))
+    return EXIT_OK if report.passed else EXIT_FINDINGS
+
+
 # --- serve -------------------------------------------------------------------------------------
 
 
@@ -247,7 +289,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--json", action="store_true", help="print exactly one JSON document on stdout")
 
     p = sub.add_parser("map", help="show how a framework's concepts map onto MinT")
-    p.add_argument("framework", help="trl, verl, openrlhf, torchforge, tinker or pytorch")
+    p.add_argument("framework", help=framework_list())
     p.add_argument("concept", nargs="?", help="a class, config key or flag; omit for the whole table")
     json_flag(p)
     p.set_defaults(run=_cmd_map)
@@ -255,16 +297,17 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("scaffold", help="write a runnable MinT train.py for a training kind")
     p.add_argument("kind", choices=["sft", "grpo", "dpo", "distill"])
     p.add_argument("--base-model", help="default --base-model of the script")
-    p.add_argument("--loss-fn", choices=["importance_sampling", "ppo", "cispo", "dro"], help="grpo loss")
+    p.add_argument("--loss-fn", choices=RL_LOSSES, help="grpo loss")
     for name, kind in SCAFFOLD_TUNING.items():
         flag = "--" + name.replace("_", "-")
         p.add_argument(flag, type=kind, help=ScaffoldOptions.model_fields[name].description)
+    p.add_argument("--throughput", action="store_true", help=ScaffoldOptions.model_fields["throughput"].description)
     p.add_argument("--out", help="write here instead of printing")
     p.add_argument("--force", action="store_true", help="overwrite --out if it exists")
     json_flag(p)
     p.set_defaults(run=_cmd_scaffold)
 
-    p = sub.add_parser("migrate", help="plan a migration; with --out write train.py and MIGRATION.md")
+    p = sub.add_parser("migrate", help="plan a migration; with --out write train.py, MIGRATION.md and the data step")
     p.add_argument("source", help="training script, launch script or config (python, shell, YAML)")
     p.add_argument("--config", action="append", default=[], metavar="FILE", help="companion file (repeatable)")
     p.add_argument("--out", metavar="DIR", help="write train.py and MIGRATION.md here")
@@ -281,6 +324,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("preflight", help="check SDK, credentials, endpoint and script (exit 1 on a failure)")
     p.add_argument("path", nargs="?", help="train.py to check too")
+    p.add_argument(
+        "--target",
+        choices=["local", "remote"],
+        default="remote",
+        help="local: ready for a smoke run on mint-local (no key or endpoint needed); remote: for MinT (default)",
+    )
     json_flag(p)
     p.set_defaults(run=_cmd_preflight)
 
@@ -293,6 +342,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--device", choices=["auto", "cpu", "cuda"], help="local: where mint-local runs the model")
     json_flag(p)
     p.set_defaults(run=_cmd_smoke)
+
+    p = sub.add_parser(
+        "parity", help="run the source and its migrated train.py for one step on a tiny model; compare objectives"
+    )
+    p.add_argument("source", help="the source training script (.py) the migration came from")
+    p.add_argument("--train", metavar="PATH", help="the migrated train.py (default: migrate SOURCE afresh)")
+    p.add_argument("--config", action="append", default=[], metavar="FILE", help="companion file (repeatable)")
+    p.add_argument("--rows", type=int, default=8, help="data rows (GRPO: prompts) in the step (default: %(default)s)")
+    p.add_argument("--data", metavar="FILE", help="a local copy of the source's data (a Hub dataset offline)")
+    p.add_argument("--mint-data", metavar="FILE", help="rows train.py reads, if a separate data step made them")
+    p.add_argument("--model", metavar="DIR", help="Hugging Face folder both sides load (default: tiny Qwen3)")
+    p.add_argument("--args", metavar="STRING", help="command-line arguments for the source script")
+    p.add_argument("--timeout", type=float, default=600, metavar="SECONDS", help="per side")
+    p.add_argument("--fresh", action="store_true", help="run the source side even if a cached record matches")
+    p.add_argument("--keep", metavar="DIR", help="keep both sides' records and the rows here")
+    p.add_argument("--no-report", action="store_true", help="do not write the Parity section of MIGRATION.md")
+    json_flag(p)
+    p.set_defaults(run=_cmd_parity)
 
     p = sub.add_parser("serve", help="run the MCP server over stdio")
     p.add_argument("--workspace", help="root for relative paths and the only place tools write (default: cwd)")
@@ -316,9 +383,22 @@ def _flags_as_concepts(argv: list[str]) -> list[str]:
     return ["map", *options, *positionals, "--", *flags] if flags else argv
 
 
+def _json_anywhere(argv: list[str]) -> tuple[list[str], bool]:
+    """`--json` wherever it is, even after `--` (`map openrlhf -- --pretrain --json`): ours, never a concept."""
+    rest = [a for a in argv if a != "--json"]
+    return rest, len(rest) != len(argv)
+
+
 def main(argv: Sequence[str] | None = None) -> None:
-    argv = _flags_as_concepts(list(sys.argv[1:] if argv is None else argv))
-    args = build_parser().parse_args(argv)
+    argv, wants_json = _json_anywhere(list(sys.argv[1:] if argv is None else argv))
+    try:
+        args = build_parser().parse_args(_flags_as_concepts(argv))
+        if wants_json and not hasattr(args, "json"):
+            raise _UsageError(f"{args.command} has no --json output", "", f"mint-migrate {args.command}")
+    except _UsageError as exc:
+        sys.exit(_usage(exc, wants_json))
+    if wants_json:
+        args.json = True
     try:
         code = args.run(args)
     except MintMigrateError as exc:
@@ -330,6 +410,15 @@ def main(argv: Sequence[str] | None = None) -> None:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         code = EXIT_FINDINGS
     sys.exit(code)
+
+
+def _usage(exc: _UsageError, as_json: bool) -> int:
+    """Bad arguments: usage and a hint on stderr, and with --json still one JSON document on stdout."""
+    sys.stderr.write(exc.usage)
+    print(f"{exc.prog}: error: {exc}\nRun '{exc.prog} --help' for the options.", file=sys.stderr)
+    if as_json:
+        print(json.dumps({"error": f"{exc.prog}: {exc}", "usage": exc.usage.strip()}))
+    return EXIT_USAGE
 
 
 def _fail(args: argparse.Namespace, message: str) -> int:

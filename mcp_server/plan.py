@@ -8,12 +8,16 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-Framework = Literal["trl", "verl", "openrlhf", "torchforge", "tinker", "pytorch", "unknown"]
+from mcp_server.frameworks import FRAMEWORK_NAMES
+from mcp_server.sdk_facts import LOSS_NAMES
+
+# Built from the registry (mcp_server/frameworks.py); "unknown" is for plans that could not tell.
+Framework = Literal[(*FRAMEWORK_NAMES, "unknown")]
 Algorithm = Literal[
     "sft", "dpo", "grpo", "ppo", "reinforce", "kto", "orpo", "reward_model", "distillation", "other"
 ]
 ScaffoldKind = Literal["sft", "grpo", "dpo", "distill"]
-LossFn = Literal["cross_entropy", "importance_sampling", "ppo", "cispo", "dro"]
+LossFn = Literal[LOSS_NAMES]  # tinker 0.22.0 LossFnType (sdk_facts)
 Severity = Literal["error", "warning"]
 
 
@@ -83,10 +87,12 @@ class MintChoices(BaseModel):
     group_size: int | None = None
     groups_per_batch: int | None = None
     max_tokens: int | None = None
+    max_prompt_tokens: int | None = None
     max_length: int | None = None
     temperature: float | None = None
     beta: float | None = None
     steps: int | None = None
+    throughput: bool = Field(default=False, description="grpo: the throughput variant of the scaffold.")
     reasons: list[str] = Field(default_factory=list)
 
 
@@ -109,6 +115,93 @@ class Construct(BaseModel):
     note: str | None = None
 
 
+DataFormat = Literal[
+    "messages", "text", "prompt_completion", "preference", "unpaired_preference", "prompt_answer", "unknown"
+]
+LrSchedule = Literal["constant", "linear", "cosine"]
+LossNormalization = Literal["sum", "token_mean", "sequence_mean", "constant"]
+RewardStyle = Literal["trl", "verl", "openrlhf", "torchforge", "tinker_env", "plain"]
+
+
+class DataPlan(BaseModel):
+    """Where the source's training data lives and how its rows become the rows train.py reads.
+
+    `fields` maps each column train.py reads (prompt, answer, completion, messages, text, chosen,
+    rejected, label) to the source's column; a dotted name reaches into a nested column
+    (verl's `reward_model.ground_truth`). prepare_data.py and train.py apply the same mapping.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+    source: str | None = Field(default=None, description="Hub dataset id or file path, as the source writes it.")
+    source_kind: Literal["hub", "local", "unknown"] = "unknown"
+    local_path: str | None = Field(
+        default=None, description="The file on this machine (absolute; train.py gets it relative to itself)."
+    )
+    subset: str | None = Field(default=None, description="The Hub dataset's config name (load_dataset's 2nd arg).")
+    split: str | None = None
+    format: DataFormat = "unknown"
+    fields: dict[str, str] = Field(default_factory=dict)
+    chat_template: bool | None = Field(
+        default=None, description="True: string prompts become a user message through the chat template."
+    )
+    system_prompt: str | None = None
+    prompt_template: str | None = Field(default=None, description="A format string with {} for the prompt.")
+    answer_after: str | None = Field(default=None, description="Keep the answer text after this marker.")
+    max_samples: int | None = None
+    source_loc: str | None = None
+    notes: list[str] = Field(default_factory=list)
+
+
+class RewardFunction(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    weight: float = 1.0
+
+
+class RewardPlan(BaseModel):
+    """The user's reward code and how train.py calls it (its framework's signature), or why it cannot."""
+
+    model_config = ConfigDict(extra="forbid")
+    style: RewardStyle
+    status: Literal["user", "placeholder"]
+    functions: list[RewardFunction] = Field(default_factory=list)
+    file: str | None = Field(default=None, description="The module that defines the functions (absolute path).")
+    extract: bool = Field(
+        default=False, description="True: the functions sit in the training script and are copied into rewards.py."
+    )
+    kwargs: dict[str, SettingValue] = Field(default_factory=dict, description="Extra keyword arguments (verl).")
+    source: str | None = None
+    reason: str = ""
+
+
+class SchedulePlan(BaseModel):
+    """How long and in what shape the source trains: epochs, LR schedule, updates per batch, loss scale."""
+
+    model_config = ConfigDict(extra="forbid")
+    epochs: float | None = None
+    lr_schedule: LrSchedule = "constant"
+    warmup_steps: int | None = None
+    warmup_ratio: float | None = None
+    min_lr_ratio: float = 0.0
+    minibatches: int = Field(default=1, description="optim_steps per sampled batch (PPO mini-batches).")
+    updates_per_batch: int = Field(default=1, description="Passes over each sampled batch (ppo_epochs).")
+    normalize_advantages: bool = Field(default=False, description="Divide advantages by the group std.")
+    loss_normalization: LossNormalization = "sum"
+    train_on: Literal["completion", "all"] = "completion"
+    reasons: list[str] = Field(default_factory=list)
+
+
+class SettingUse(BaseModel):
+    """What became of one setting the inputs state: the train.py constant that carries it, or why none does."""
+
+    model_config = ConfigDict(extra="forbid")
+    key: str
+    applied: bool
+    constant: str | None = None
+    value: SettingValue | dict | None = None
+    note: str = ""
+
+
 class MigrationPlan(BaseModel):
     framework: Framework
     algorithm: Algorithm
@@ -125,6 +218,12 @@ class MigrationPlan(BaseModel):
     mint: MintChoices | None = None
     warnings: list[PlanWarning] = Field(default_factory=list)
     constructs: list[Construct] = Field(default_factory=list)
+    data: DataPlan | None = Field(default=None, description="The source's dataset and its conversion.")
+    reward: RewardPlan | None = Field(default=None, description="RL: the user's reward and its adapter.")
+    schedule: SchedulePlan | None = Field(default=None, description="Epochs, LR schedule, updates, loss scale.")
+    setting_uses: list[SettingUse] = Field(
+        default_factory=list, description="Each stated setting: applied in train.py (which constant) or why not."
+    )
     inputs: list[str] = Field(default_factory=list)
     files_written: list[str] = Field(default_factory=list)
 

@@ -1,5 +1,10 @@
 """Preflight: is this machine, SDK, endpoint and script ready for a MinT run?
 
+It knows the target. `remote` (the default) is a run on MinT: credentials, the endpoint, the
+served models and the tokenizer matter. `local` is a smoke run on mint-local, which needs no key
+and no endpoint (the smoke run starts the backend and sets both) but does need the backend's
+packages; only the checks that apply run, so a missing MINT_API_KEY never fails a local preflight.
+
 Each check is ok / warn / fail with a message and a fix. Nothing here imports the SDK (importing
 mint patches tinker and rewrites environment variables in this process, and takes seconds): the
 installed packages are read from their metadata and source files. The endpoint is asked over
@@ -21,27 +26,21 @@ from typing import Literal
 from urllib.parse import urlsplit
 
 import httpx
-import libcst as cst
 from pydantic import BaseModel, Field
 
-from mcp_server.lint.context import build_context, mask_secret, string_value
+from mcp_server import sdk_facts
+from mcp_server.errors import MintMigrateError
+from mcp_server.lint.context import mask_secret
+from mcp_server.pyindex import PyIndex, string_value
 
-MINT_DEFAULT_BASE_URL = "https://mint.macaron.xin"  # what mindlab-toolkit 0.2.0 falls back to
-PINNED_TINKER = "0.22.0"
-PINNED_TOOLKIT = "0.2.0"
-MAX_COOKBOOK = (0, 4, 1)
+MINT_DEFAULT_BASE_URL = sdk_facts.MINT_DEFAULT_BASE_URL  # what mindlab-toolkit 0.2.0 falls back to
+PINNED_TINKER = sdk_facts.TINKER_VERSION
+PINNED_TOOLKIT = sdk_facts.MINDLAB_TOOLKIT_VERSION
+MAX_COOKBOOK = tuple(int(part) for part in sdk_facts.TINKER_COOKBOOK_MAX_VERSION.split("."))
 HTTP_TIMEOUT = httpx.Timeout(3.0, connect=2.0)
 DNS_TIMEOUT_S = 2.0
-# Models MinT's own material names (mint-cookbook cheatsheet §11, mindlab-toolkit TESTING.md);
-# used only when the endpoint cannot be asked. get_server_capabilities is the authority.
-DOCUMENTED_MODELS = (
-    "Qwen/Qwen3-0.6B",
-    "Qwen/Qwen3-4B-Instruct-2507",
-    "Qwen/Qwen3-4B-Thinking-2507",
-    "Qwen/Qwen3-30B-A3B-Instruct-2507",
-    "Qwen/Qwen3-235B-A22B-Instruct-2507",
-    "Qwen/Qwen3.6-35B-A3B",
-)
+# Used only when the endpoint cannot be asked; get_server_capabilities is the authority.
+DOCUMENTED_MODELS = sdk_facts.MINT_DOCUMENTED_MODELS
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model")
 BASE_MODEL_DESTS = ("base_model", "model_name", "model", "model_name_or_path", "base_model_name")
 AUTH_FIX = (
@@ -62,20 +61,29 @@ class PreflightCheck(BaseModel):
     fix: str | None = None
 
 
+Target = Literal["local", "remote"]
+# The `local` extra's packages, by import name: what mint-local needs to start.
+MINT_LOCAL_MODULES = ("torch", "transformers", "safetensors", "tokenizers", "uvicorn", "starlette")
+
+
 class PreflightReport(BaseModel):
     ok: bool
+    target: Target = Field(default="remote", description="local: a smoke run on mint-local; remote: a run on MinT.")
     checks: list[PreflightCheck] = Field(default_factory=list)
     base_url: str | None = Field(default=None, description="The endpoint that was checked (MINT_BASE_URL).")
     base_model: str | None = Field(default=None, description="The script's base model, when a script was given.")
     supported_models: list[str] | None = Field(default=None, description="What the endpoint said it serves.")
 
 
-def run_preflight(script_path: Path | None = None) -> PreflightReport:
-    """Run every check; `script_path` adds the base-model, tokenizer and lint checks."""
+def run_preflight(script_path: Path | None = None, *, target: Target = "remote") -> PreflightReport:
+    """Run the checks that apply to `target`; `script_path` adds the script's checks (base model,
+    tokenizer and lint for remote; lint for local)."""
     if script_path is not None:
         script_path = Path(script_path)
         if not script_path.is_file():
             raise FileNotFoundError(2, "No such file", str(script_path))
+    if target == "local":
+        return _local(script_path)
     checks: list[PreflightCheck] = [_python(), _toolkit(), _tinker(), _cookbook()]
     base_url, url_check = _base_url()
     key, key_check = _api_key()
@@ -100,10 +108,41 @@ def run_preflight(script_path: Path | None = None) -> PreflightReport:
         checks.append(_lint_check(script_path))
     return PreflightReport(
         ok=all(c.status != "fail" for c in checks),
+        target="remote",
         checks=checks,
         base_url=_display_url(base_url) if base_url else None,
         base_model=model,
         supported_models=capabilities,
+    )
+
+
+def _local(script_path: Path | None) -> PreflightReport:
+    """A smoke run on mint-local: the SDK and the backend's packages; no key, no endpoint."""
+    sk_bug = PreflightCheck(
+        name="sk-key-bug", status="ok",
+        message="Does not apply to mint-local, which enables JWT auth (where mint's patch accepts sk- keys). "
+        "Run preflight --target remote before a run on MinT.",
+    )
+    checks = [_python(), _toolkit(), _tinker(), sk_bug, _cookbook(), _mint_local()]
+    if script_path is not None:
+        checks.append(_lint_check(script_path))
+    return PreflightReport(ok=all(c.status != "fail" for c in checks), target="local", checks=checks)
+
+
+def _mint_local() -> PreflightCheck:
+    missing = [m for m in MINT_LOCAL_MODULES if importlib.util.find_spec(m) is None]  # found, not imported
+    if missing:
+        return PreflightCheck(
+            name="mint-local", status="fail",
+            message=f"mint-local cannot start: {', '.join(missing)} not installed (the smoke run needs them; "
+            "MINT_BASE_URL and MINT_API_KEY do not matter for target=local).",
+            fix="pip install torch==2.13.0 && pip install 'mint-migrate[local,sdk]'  (torch first and pinned: an "
+            "open range pulls a multi-GB CUDA build)",
+        )
+    return PreflightCheck(
+        name="mint-local", status="ok",
+        message="mint-local's packages are installed; the smoke run starts it on a loopback port and sets "
+        "MINT_BASE_URL / MINT_API_KEY itself, so neither is needed.",
     )
 
 
@@ -183,13 +222,14 @@ def _cookbook() -> PreflightCheck:
     if version is None:
         return PreflightCheck(name="tinker-cookbook", status="ok", message="tinker-cookbook not installed (optional).")
     if _version_tuple(version) <= MAX_COOKBOOK:
-        return PreflightCheck(name="tinker-cookbook", status="ok", message=f"tinker-cookbook {version} (<= 0.4.1, works with tinker 0.22.0)")
+        return PreflightCheck(name="tinker-cookbook", status="ok", message=f"tinker-cookbook {version} (<= {sdk_facts.TINKER_COOKBOOK_MAX_VERSION}, works with tinker {PINNED_TINKER})")
     return PreflightCheck(
         name="tinker-cookbook",
         status="fail",
-        message=f"tinker-cookbook {version} installed; only <= 0.4.1 works with tinker 0.22.0 (later releases "
-        "need tinker >= 0.22.3 and use the 0.38 API).",
-        fix="pip install tinker-cookbook==0.4.1  (or uninstall it if the script does not use it)",
+        message=f"tinker-cookbook {version} installed; only <= {sdk_facts.TINKER_COOKBOOK_MAX_VERSION} works with "
+        f"tinker {PINNED_TINKER} (later releases need tinker >= 0.22.3 and use the 0.38 API).",
+        fix=f"pip install tinker-cookbook=={sdk_facts.TINKER_COOKBOOK_MAX_VERSION}  (or uninstall it if the script "
+        "does not use it)",
     )
 
 
@@ -506,39 +546,31 @@ class _Endpoint:
 
 
 def script_base_model(path: Path) -> tuple[str, int] | None:
-    """(base model, line) the script trains by default, read with libcst: an argparse
-    `--base-model`/`--model` default, a `base_model=` keyword literal, a config-class field or a
-    module constant named BASE_MODEL / MODEL_NAME. None when the script does not say."""
+    """(base model, line) the script trains by default, read from the shared Python index: an
+    argparse `--base-model`/`--model` default, a config-class field, a `base_model=` keyword literal
+    or a module constant named BASE_MODEL / MODEL_NAME. None when the script does not say."""
     try:
-        module = cst.parse_module(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, cst.ParserSyntaxError, RecursionError):
+        index = PyIndex.of(path.read_text(encoding="utf-8"), str(path))
+    except (OSError, UnicodeDecodeError, MintMigrateError):
         return None
-    ctx = build_context(str(path), module)
     for dest in BASE_MODEL_DESTS:
-        for table in (ctx.argparse_defaults, ctx.field_defaults):
+        for table in (index.argparse_defaults(), index.field_defaults()):
             node = table.get(dest)
             value = string_value(node) if node is not None else None
             if value:
-                return value, ctx.position(node)[0]
-
+                return value, index.line(node)
     found: list[tuple[str, int]] = []
-
-    class Literals(cst.CSTVisitor):
-        def visit_Arg(self, node: cst.Arg) -> None:
-            if node.keyword is not None and node.keyword.value == "base_model":
-                value = string_value(node.value)
-                if value:
-                    found.append((value, ctx.position(node.value)[0]))
-
-        def visit_Assign(self, node: cst.Assign) -> None:
-            for target in node.targets:
-                if isinstance(target.target, cst.Name) and target.target.value in ("BASE_MODEL", "MODEL_NAME", "DEFAULT_BASE_MODEL"):
-                    value = string_value(node.value)
-                    if value:
-                        found.append((value, ctx.position(node.value)[0]))
-
-    module.visit(Literals())
-    return found[0] if found else None
+    for call in index.calls:
+        value = string_value(call.kwarg_node("base_model"))
+        if value:
+            found.append((value, index.line(call.kwarg_node("base_model"))))
+    for assignment in (a for n in ("BASE_MODEL", "MODEL_NAME", "DEFAULT_BASE_MODEL") for a in index.assigns.get(n, [])):
+        if len(assignment.targets) != 1:
+            continue
+        value = string_value(assignment.value)
+        if value:
+            found.append((value, index.line(assignment.value)))
+    return min(found, key=lambda f: f[1]) if found else None
 
 
 def _base_model_check(script: Path, found: tuple[str, int] | None, served: list[str] | None, base_url: str | None) -> PreflightCheck:
@@ -547,7 +579,7 @@ def _base_model_check(script: Path, found: tuple[str, int] | None, served: list[
         return PreflightCheck(
             name=name, status="warn",
             message=f"{script.name} does not name its base model (no --base-model default, base_model= literal or BASE_MODEL).",
-            fix="Give the script a default: parser.add_argument('--base-model', default='Qwen/Qwen3-4B-Instruct-2507').",
+            fix=f"Give the script a default: parser.add_argument('--base-model', default='{sdk_facts.DEFAULT_BASE_MODEL}').",
         )
     model, line = found
     where = f"{script.name}:{line}"

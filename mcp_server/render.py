@@ -8,28 +8,21 @@ only through the `py` filter, which writes Python literals: a base model name ca
 
 import json
 import math
+import os
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
 from mcp_server.errors import MintMigrateError
-from mcp_server.plan import LossFn, MigrationPlan, ScaffoldKind
+from mcp_server.plan import LossFn, LossNormalization, LrSchedule, MigrationPlan, RewardStyle, ScaffoldKind
+from mcp_server.sdk_facts import DEFAULT_BASE_MODEL, RL_LOSSES, loss_fn_config_defaults
 from mcp_server.workspace import write_text
 
-RL_LOSSES: tuple[str, ...] = ("importance_sampling", "ppo", "cispo", "dro")
-
 # loss_fn_config each RL loss gets unless the caller gives one. ppo/cispo take ratio bounds
-# (clip_low_threshold/clip_high_threshold), dro a beta (api_facts §2.7).
-DEFAULT_LOSS_FN_CONFIGS: dict[str, dict[str, float] | None] = {
-    "importance_sampling": None,
-    "ppo": {"clip_low_threshold": 0.8, "clip_high_threshold": 1.2},
-    "cispo": {"clip_low_threshold": 0.0, "clip_high_threshold": 4.0},
-    "dro": {"beta": 0.05},
-}
-
-DEFAULT_BASE_MODEL = "Qwen/Qwen3-4B-Instruct-2507"
+# (clip_low_threshold/clip_high_threshold), dro a beta: values and reasons in sdk_facts.
+DEFAULT_LOSS_FN_CONFIGS: dict[str, dict[str, float] | None] = loss_fn_config_defaults()
 
 # Per-kind defaults. Learning rates are LoRA rates: 20-100x a full fine-tune's (api_facts §8.8).
 KIND_DEFAULTS: dict[str, dict[str, Any]] = {
@@ -56,13 +49,55 @@ KIND_DEFAULTS: dict[str, dict[str, Any]] = {
     },
 }
 
+# What every kind shares: one pass over the data, a constant learning rate, MinT's summed loss.
+COMMON_DEFAULTS: dict[str, Any] = {
+    "epochs": 1,
+    "lr_schedule": "constant",
+    "warmup_steps": 0,
+    "warmup_ratio": 0.0,
+    "min_lr_ratio": 0.0,
+    "loss_normalization": "sum",
+    "minibatches": 1,
+    "updates_per_batch": 1,
+    "normalize_advantages": False,
+    "max_prompt_tokens": None,
+    "max_prompt_length": None,
+    "train_on": "completion",
+}
+
 TEMPLATES = {"sft": "sft.py.j2", "grpo": "grpo.py.j2", "dpo": "dpo.py.j2", "distill": "distill.py.j2"}
-ASYNC_KINDS = {"grpo", "distill"}
+THROUGHPUT_TEMPLATE = "grpo_throughput.py.j2"
+PREPARE_DATA_TEMPLATE = "prepare_data.py.j2"
 SAMPLING_KINDS = {"grpo", "distill"}
 
 
 class ScaffoldRenderError(RuntimeError):
     """A template rendered to something that is not valid Python: a bug in the scaffolds."""
+
+
+class DataOptions(BaseModel):
+    """Where the training data lives and how its columns map onto the rows train.py reads."""
+
+    source: str | None = Field(default=None, description="Hub dataset id or file, as the source names it.")
+    file: str | None = Field(default=None, description="train.py's default --data (relative to train.py).")
+    subset: str | None = Field(default=None, description="Hub dataset config name.")
+    split: str | None = None
+    fields: dict[str, str] = Field(default_factory=dict, description="train.py column -> source column (dotted).")
+    chat_template: bool | None = Field(default=None, description="String prompts become a user chat message.")
+    system_prompt: str | None = None
+    prompt_template: str | None = Field(default=None, description="Format string with {} for string prompts.")
+    answer_after: str | None = Field(default=None, description="grpo: keep the answer after this marker.")
+    max_samples: int | None = Field(default=None, ge=1)
+
+
+class RewardOptions(BaseModel):
+    """grpo: your reward functions and the framework signature train.py calls them with."""
+
+    style: RewardStyle = "plain"
+    file: str = Field(description="The module defining them (relative to train.py, or absolute).")
+    functions: list[str] = Field(min_length=1)
+    weights: list[float] | None = None
+    kwargs: dict[str, Any] = Field(default_factory=dict, description="verl: custom_reward_function.reward_kwargs.")
 
 
 class ScaffoldOptions(BaseModel):
@@ -85,6 +120,29 @@ class ScaffoldOptions(BaseModel):
     beta: float | None = Field(default=None, gt=0, description="dpo: the DPO beta.")
     steps: int | None = Field(default=None, ge=1, description="Default --steps (None: one pass over the data).")
     save_every: int | None = Field(default=None, ge=0, description="Default --save-every.")
+    throughput: bool = Field(
+        default=False,
+        description="grpo: the throughput variant (sampling while training, streaming minibatches, tail grace, "
+        "request window) instead of the plain recipe.",
+    )
+    epochs: float | None = Field(default=None, gt=0, description="Passes over the data when steps is not set.")
+    lr_schedule: LrSchedule | None = Field(default=None, description="Learning-rate decay after warmup.")
+    warmup_steps: int | None = Field(default=None, ge=0, description="Linear warmup steps (wins over warmup_ratio).")
+    warmup_ratio: float | None = Field(default=None, ge=0, lt=1, description="Warmup as a share of all steps.")
+    min_lr_ratio: float | None = Field(default=None, ge=0, le=1, description="Decay floor, as a share of the LR.")
+    loss_normalization: LossNormalization | None = Field(
+        default=None, description="sft/grpo: sum (MinT), or the source's token_mean / sequence_mean / constant."
+    )
+    minibatches: int | None = Field(default=None, ge=1, description="grpo: optim_steps per sampled batch.")
+    updates_per_batch: int | None = Field(default=None, ge=1, description="grpo: passes over each sampled batch.")
+    normalize_advantages: bool | None = Field(default=None, description="grpo: divide advantages by the group std.")
+    max_prompt_tokens: int | None = Field(default=None, ge=1, description="grpo/distill: longest prompt kept.")
+    max_prompt_length: int | None = Field(default=None, ge=1, description="dpo: longest prompt kept.")
+    train_on: Literal["completion", "all"] | None = Field(
+        default=None, description="sft: completion (prompt masked) or all tokens."
+    )
+    data: DataOptions | None = Field(default=None, description="The source's data and its column mapping.")
+    reward: RewardOptions | None = Field(default=None, description="grpo: your reward functions.")
     header: list[str] = Field(default_factory=list, description="Comment lines put at the top of the script.")
 
 
@@ -111,7 +169,7 @@ def py_literal(value: Any, indent: int = 0) -> str:
     if isinstance(value, dict):
         items = [f"{py_literal(k)}: {py_literal(v, indent + 4)}" for k, v in value.items()]
         flat = "{" + ", ".join(items) + "}"
-        if len(flat) <= 80 or not items:
+        if len(flat) <= 96 - indent or not items:
             return flat
         pad = " " * (indent + 4)
         return "{\n" + "".join(f"{pad}{item},\n" for item in items) + " " * indent + "}"
@@ -149,10 +207,31 @@ def template_values(options: ScaffoldOptions) -> dict[str, Any]:
         "steps": None,
         "save_every": 20,
         "log_dir": f"runs/{kind}",
+        **COMMON_DEFAULTS,
         **KIND_DEFAULTS[kind],
     }
-    given = options.model_dump(exclude={"kind", "header", "loss_fn_config"}, exclude_none=True)
+    given = options.model_dump(exclude={"kind", "header", "loss_fn_config", "data", "reward"}, exclude_none=True)
     values.update({k: v for k, v in given.items() if k in values})
+    values["lr_schedule"] = {
+        "type": values.pop("lr_schedule"),
+        "warmup_steps": values.pop("warmup_steps"),
+        "warmup_ratio": values.pop("warmup_ratio"),
+        "min_lr_ratio": values.pop("min_lr_ratio"),
+    }
+    values["data"] = (options.data or DataOptions()).model_dump()
+    values["data_mapping"] = options.data is not None
+    reward = options.reward
+    if reward is not None and kind != "grpo":
+        raise MintMigrateError(f"a reward function belongs to the grpo kind, not {kind}.")
+    values["reward"] = None if reward is None else {
+        "style": reward.style,
+        "file": reward.file,
+        "functions": reward.functions,
+        "weights": reward.weights or [1.0] * len(reward.functions),
+        "kwargs": reward.kwargs,
+    }
+    values["reward_style"] = reward.style if reward is not None else "plain"
+    values["throughput"] = kind == "grpo" and options.throughput
     loss_fn = options.loss_fn or values.get("loss_fn")
     if kind == "sft" and loss_fn != "cross_entropy":
         raise MintMigrateError(f"sft trains with cross_entropy, not {loss_fn}; drop loss_fn or use kind=grpo.")
@@ -168,15 +247,22 @@ def template_values(options: ScaffoldOptions) -> dict[str, Any]:
             configs[loss_fn] = dict(options.loss_fn_config)
         values["loss_fn"] = loss_fn
         values["loss_fn_configs"] = configs
-    values["is_async"] = kind in ASYNC_KINDS
+    values["is_async"] = kind == "distill" or values["throughput"]
     values["samples"] = kind in SAMPLING_KINDS
     values["header_lines"] = [_comment_line(line) for line in options.header if _comment_line(line)]
     return values
 
 
-def scaffold_variants() -> list[tuple[ScaffoldKind, LossFn | None]]:
-    """Every kind with each loss it trains with (None: the kind's own loss)."""
-    return [("sft", None), *(("grpo", loss) for loss in RL_LOSSES), ("dpo", None), ("distill", None)]
+def scaffold_variants() -> list[tuple[ScaffoldKind, LossFn | None, bool]]:
+    """Every kind with each loss it trains with (None: the kind's own loss), and the grpo
+    throughput variant (the third item: throughput=True)."""
+    return [
+        ("sft", None, False),
+        *(("grpo", loss, False) for loss in RL_LOSSES),
+        ("grpo", None, True),
+        ("dpo", None, False),
+        ("distill", None, False),
+    ]
 
 
 def check_parses(source: str, what: str) -> None:
@@ -191,13 +277,26 @@ def check_parses(source: str, what: str) -> None:
 def render_scaffold(options: ScaffoldOptions) -> str:
     """The train.py source for options.kind, parsed with libcst before it is returned."""
     values = template_values(options)
-    source = _environment().get_template(TEMPLATES[options.kind]).render(**values)
+    template = THROUGHPUT_TEMPLATE if values["throughput"] else TEMPLATES[options.kind]
+    source = _environment().get_template(template).render(**values)
     check_parses(source, f"the {options.kind} scaffold")
     return source
 
 
-def plan_options(plan: MigrationPlan) -> ScaffoldOptions:
-    """The scaffold options a migration plan asks for (its `mint` choices)."""
+def render_prepare_data(options: ScaffoldOptions) -> str:
+    """prepare_data.py: the data step beside train.py (the source's dataset -> the rows train.py reads)."""
+    values = {**template_values(options), "data_mapping": True}
+    source = _environment().get_template(PREPARE_DATA_TEMPLATE).render(**values)
+    check_parses(source, "the data step")
+    return source
+
+
+def plan_options(plan: MigrationPlan, out_dir: Path | None = None) -> ScaffoldOptions:
+    """The scaffold options a migration plan asks for: its `mint` choices, data, reward and schedule.
+
+    Paths (the data file, the reward module) are written relative to `out_dir`, the folder train.py
+    goes to; without one they stay absolute.
+    """
     choices = plan.mint
     if choices is None:
         raise MintMigrateError(
@@ -213,22 +312,27 @@ def plan_options(plan: MigrationPlan) -> ScaffoldOptions:
     # Each kind takes the choices it has a knob for; distill's batch is prompts per step.
     per_kind = {
         "sft": {"loss_fn": choices.loss_fn, "batch_size": choices.batch_size, "max_length": choices.max_length},
-        "dpo": {"batch_size": choices.batch_size, "max_length": choices.max_length, "beta": choices.beta},
+        "dpo": {"batch_size": choices.batch_size, "max_length": choices.max_length, "beta": choices.beta,
+                "max_prompt_length": choices.max_prompt_tokens},
         "grpo": {
             "loss_fn": choices.loss_fn,
             "loss_fn_config": choices.loss_fn_config,
             "group_size": choices.group_size,
             "groups_per_batch": choices.groups_per_batch,
             "max_tokens": choices.max_tokens,
+            "max_prompt_tokens": choices.max_prompt_tokens,
             "temperature": choices.temperature,
+            "throughput": choices.throughput,
         },
         "distill": {
             "batch_size": choices.batch_size or choices.groups_per_batch,
             "group_size": choices.group_size,
             "max_tokens": choices.max_tokens,
+            "max_prompt_tokens": choices.max_prompt_tokens,
             "temperature": choices.temperature,
         },
     }[kind]
+    per_kind.update(_task_options(plan, out_dir))
     try:
         return ScaffoldOptions(
             kind=kind,
@@ -246,9 +350,87 @@ def plan_options(plan: MigrationPlan) -> ScaffoldOptions:
         ) from exc
 
 
-def render_plan(plan: MigrationPlan) -> str:
+def _relative(path: str, out_dir: Path | None) -> str:
+    if out_dir is None:
+        return path
+    return os.path.relpath(path, out_dir.resolve())
+
+
+PREPARED_DATA = "train.jsonl"  # what prepare_data.py writes beside train.py
+EXTRACTED_REWARDS = "rewards.py"  # reward functions copied out of a training script
+
+
+def _task_options(plan: MigrationPlan, out_dir: Path | None) -> dict[str, Any]:
+    """The data, reward and schedule options of a plan (see plan.DataPlan / RewardPlan / SchedulePlan)."""
+    kind, options = plan.mint.kind, {}
+    data = plan.data
+    if data is not None:
+        if data.local_path:
+            file = _relative(data.local_path, out_dir)
+        else:
+            file = data.source if data.source_kind == "local" else PREPARED_DATA
+        options["data"] = DataOptions(
+            source=data.source, file=file, subset=data.subset, split=data.split, fields=data.fields,
+            chat_template=data.chat_template, system_prompt=data.system_prompt,
+            prompt_template=data.prompt_template, answer_after=data.answer_after, max_samples=data.max_samples,
+        )
+    reward = plan.reward
+    if kind == "grpo" and reward is not None and reward.status == "user" and reward.file:
+        options["reward"] = RewardOptions(
+            style=reward.style,
+            file=EXTRACTED_REWARDS if reward.extract else _relative(reward.file, out_dir),
+            functions=[f.name for f in reward.functions],
+            weights=[f.weight for f in reward.functions],
+            kwargs=reward.kwargs,
+        )
+    schedule = plan.schedule
+    if schedule is not None:
+        options.update(
+            epochs=schedule.epochs, lr_schedule=schedule.lr_schedule, warmup_steps=schedule.warmup_steps,
+            warmup_ratio=schedule.warmup_ratio, min_lr_ratio=schedule.min_lr_ratio,
+        )
+        if kind in ("sft", "grpo"):
+            options["loss_normalization"] = schedule.loss_normalization
+        if kind == "sft":
+            options["train_on"] = schedule.train_on
+        if kind == "grpo":
+            options.update(minibatches=schedule.minibatches, updates_per_batch=schedule.updates_per_batch,
+                           normalize_advantages=schedule.normalize_advantages)
+    return options
+
+
+def render_plan(plan: MigrationPlan, out_dir: Path | None = None) -> str:
     """The train.py for plan.mint.kind with the plan's MinT choices as the argument defaults."""
-    return render_scaffold(plan_options(plan))
+    return render_scaffold(plan_options(plan, out_dir))
+
+
+def train_py_constants(options: ScaffoldOptions) -> dict[str, Any]:
+    """The defaults the rendered train.py holds, by constant name (what MIGRATION.md reports)."""
+    values = template_values(options)
+    names = {
+        "BASE_MODEL": "base_model", "LEARNING_RATE": "learning_rate", "LR_SCHEDULE": "lr_schedule",
+        "LORA_RANK": "lora_rank", "STEPS": "steps", "EPOCHS": "epochs",
+    }
+    per_kind = {
+        "sft": {"BATCH_SIZE": "batch_size", "MAX_LENGTH": "max_length", "TRAIN_ON": "train_on",
+                "LOSS_NORMALIZATION": "loss_normalization"},
+        "dpo": {"BATCH_SIZE": "batch_size", "MAX_LENGTH": "max_length", "BETA": "beta",
+                "MAX_PROMPT_LENGTH": "max_prompt_length"},
+        "grpo": {"LOSS_FN": "loss_fn", "GROUPS_PER_BATCH": "groups_per_batch", "GROUP_SIZE": "group_size",
+                 "MAX_TOKENS": "max_tokens", "MAX_PROMPT_TOKENS": "max_prompt_tokens", "TEMPERATURE": "temperature",
+                 "LOSS_NORMALIZATION": "loss_normalization", "NORMALIZE_ADVANTAGES": "normalize_advantages",
+                 "MINIBATCHES": "minibatches", "UPDATES_PER_BATCH": "updates_per_batch"},
+        "distill": {"BATCH_SIZE": "batch_size", "SAMPLES_PER_PROMPT": "group_size", "MAX_TOKENS": "max_tokens",
+                    "MAX_PROMPT_TOKENS": "max_prompt_tokens", "TEMPERATURE": "temperature"},
+    }[options.kind]
+    if values["throughput"]:  # one optim_step per step, streamed: no mini-batch knobs
+        per_kind = {k: v for k, v in per_kind.items() if k not in ("MINIBATCHES", "UPDATES_PER_BATCH")}
+    constants = {name: values[key] for name, key in {**names, **per_kind}.items()}
+    if options.kind == "grpo":
+        constants["LOSS_FN_CONFIGS"] = values["loss_fn_configs"]
+        constants["REWARD"] = values["reward"]
+    constants["DATA"] = values["data"]
+    return constants
 
 
 def scaffold(options: ScaffoldOptions, *, output_path: str | None, workspace: Path, overwrite: bool) -> ScaffoldResult:

@@ -47,7 +47,14 @@ def _value(setting: Setting | None, key: str) -> str:
     return f"`{setting.value}`"
 
 
-def render_report(plan: MigrationPlan, tinker_fixes: list[Construct] | None = None) -> str:
+# The distillation scaffold cannot start without a teacher (a sampler checkpoint).
+_TEACHER = {"distill": " --teacher-path tinker://RUN/sampler_weights/TEACHER"}
+
+
+def render_report(plan: MigrationPlan, tinker_fixes: list[Construct] | None = None,
+                  constants: dict | None = None) -> str:
+    """MIGRATION.md. `constants` are the defaults the rendered train.py holds (render.train_py_constants):
+    given, the report shows exactly those values, so the two never disagree."""
     mint = plan.mint
     primary = plan.inputs[0] if plan.inputs else "the source"
     variant = f" ({plan.variant})" if plan.variant else ""
@@ -64,10 +71,13 @@ def render_report(plan: MigrationPlan, tinker_fixes: list[Construct] | None = No
         "## Run it",
         "",
         "```bash",
+        *(["python prepare_data.py                   # the source's data -> train.jsonl (the data step)"]
+          if plan.data is not None and plan.data.source else []),
         "mint-migrate lint train.py                 # MinT pitfalls",
-        "python train.py --dry-run                  # arguments, data and prompts, no network",
+        f"python train.py --dry-run{_TEACHER.get(mint.kind, '')}   # arguments, data and prompts, no network",
         "mint-migrate smoke train.py --steps 2      # 2 real steps against the offline mint-local backend",
-        "MINT_API_KEY=sk-... python train.py --data train.jsonl   # the real run (MINT_BASE_URL optional)",
+        "MINT_API_KEY=sk-... python train.py" + ("" if plan.data is not None and plan.data.source else " --data train.jsonl")
+        + f"{_TEACHER.get(mint.kind, '')}   # the real run",
         "```",
         "",
     ]
@@ -82,11 +92,16 @@ def render_report(plan: MigrationPlan, tinker_fixes: list[Construct] | None = No
         out.append("| (no framework construct recognised) | | | |")
     out.append("")
 
-    out += ["## Settings read from the inputs", "", "| Setting | Value | Source |", "|---|---|---|"]
+    uses = {u.key: u for u in plan.setting_uses}
+    out += ["## Settings read from the inputs", "", "| Setting | Value | Source | In train.py |", "|---|---|---|---|"]
     for key in SETTING_KEYS:
         setting = getattr(plan.settings, key)
         if setting is not None:
-            out.append(f"| {key} | {_cell(_value(setting, key))} | {_cell(setting.source)} |")
+            use = uses.get(key)
+            where = ("not applied (see below)" if use is not None and not use.applied else
+                     f"`{use.constant} = {use.value}`" if use is not None and use.constant else
+                     "applied" if use is not None else "")
+            out.append(f"| {key} | {_cell(_value(setting, key))} | {_cell(setting.source)} | {_cell(where)} |")
     unset = [k for k in SETTING_KEYS if getattr(plan.settings, k) is None]
     out.append("")
     if unset:
@@ -104,28 +119,37 @@ def render_report(plan: MigrationPlan, tinker_fixes: list[Construct] | None = No
             f"- **learning rate:** `{mint.learning_rate:g}`: {mint.learning_rate_reason}",
             f"- **LoRA rank:** `{mint.lora_rank}`",
             f"- **base model:** `{mint.base_model}`"]
-    shape = [f"{name} `{value}`" for name, value in (
-        ("batch size", mint.batch_size), ("group size", mint.group_size), ("groups per batch", mint.groups_per_batch),
-        ("max tokens", mint.max_tokens), ("max length", mint.max_length), ("temperature", mint.temperature),
-        ("beta", mint.beta), ("steps", mint.steps)) if value is not None]
-    if shape:
-        out.append(f"- **shape:** {', '.join(shape)}")
+    if mint.kind == "grpo":
+        out.append(f"- **scaffold:** {'the throughput variant' if mint.throughput else 'the plain GRPO recipe'}")
     out += ["", "Why:", ""] + [f"- {r}" for r in mint.reasons] + [""]
+    if constants:
+        out += ["### train.py's defaults", "",
+                "The values the generated train.py starts with (each is a constant at its top, and most a flag):", "",
+                "| Constant | Value |", "|---|---|"]
+        for name, value in constants.items():
+            out.append(f"| {name} | `{_cell(repr(value) if value is None or isinstance(value, bool) else value)}` |")
+        out.append("")
+    out += _task_sections(plan)
 
     out += ["## What cannot move as-is", ""]
-    if plan.warnings:
-        for w in plan.warnings:
-            where = f" ({w.source})" if w.source else ""
-            out.append(f"- **{w.code}**{where}: {w.message}")
-    else:
-        out.append("Nothing: every construct found has a direct MinT equivalent.")
+    dropped = [u for u in plan.setting_uses if not u.applied]
+    for w in plan.warnings:
+        where = f" ({w.source})" if w.source else ""
+        out.append(f"- **{w.code}**{where}: {w.message}")
+    for use in dropped:
+        setting = getattr(plan.settings, use.key)
+        where = f" ({setting.source})" if setting is not None else ""
+        out.append(f"- **setting {use.key}**{where} = `{_cell(_value(setting, use.key).strip('`'))}`: not applied: "
+                   f"{use.note}.")
+    if not plan.warnings and not dropped:
+        out.append("Nothing: every construct found has a direct MinT equivalent, and every setting is applied.")
     out.append("")
 
     if plan.framework == "tinker":
         out += _tinker_section(tinker_fixes or [])
     out += ["## Next", "",
-            "1. Read the side-by-side table and move any custom logic (reward functions, data formatting) into "
-            "train.py.",
+            "1. Read the side-by-side table, the data and reward sections, and move any logic they do not cover "
+            "(custom data formatting, a reward that lives in a framework package) into train.py.",
             "2. `mint-migrate lint train.py`, then `mint-migrate smoke train.py` (offline, 2 steps).",
             "3. Run on MinT with `MINT_API_KEY` set; compare the first steps' METRIC lines with the source run.", ""]
     return "\n".join(out)
@@ -154,4 +178,75 @@ def _tinker_section(fixes: list[Construct]) -> list[str]:
     else:
         out.append("No 0.38-only calls were found: after the import change the code targets 0.22 as written.")
     out.append("")
+    return out
+
+
+def with_section(markdown: str, heading: str, body: str) -> str:
+    """`markdown` with its `## heading` section replaced by `body`, or the section appended.
+
+    For results that arrive after the migration (e.g. `mint-migrate parity`): running it again
+    replaces its section instead of piling up copies."""
+    lines = markdown.rstrip("\n").split("\n")
+    title = f"## {heading}"
+    new = [title, "", *body.rstrip("\n").split("\n")]
+    if title in lines:
+        start = lines.index(title)
+        end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
+        lines[start:end] = [*new, ""] if end < len(lines) else new
+    else:
+        lines += ["", *new]
+    return "\n".join(lines) + "\n"
+
+
+def _task_sections(plan: MigrationPlan) -> list[str]:
+    """Data, reward and schedule: what train.py does with the user's task, and why."""
+    out: list[str] = []
+    data = plan.data
+    if data is not None and data.source:
+        where = data.local_path or data.source
+        out += ["## Data", "",
+                f"- **source:** `{data.source}` ({data.source_kind}" + (f", subset `{data.subset}`" if data.subset
+                                                                         else "")
+                + (f", split `{data.split}`" if data.split else "") + ")" + (f", from {data.source_loc}"
+                                                                            if data.source_loc else ""),
+                "- **the data step:** `python prepare_data.py` writes train.jsonl beside train.py"
+                + ("" if data.source_kind == "hub" else f"; train.py also reads `{where}` directly"),
+                "- **columns:** " + (", ".join(f"`{k}` <- `{v}`" for k, v in data.fields.items())
+                                     or "the source's own names (prompt, completion, messages, chosen, ...)")]
+        extras = [f"{label} `{value}`" for label, value in (
+            ("chat template on string prompts:", data.chat_template), ("system prompt:", data.system_prompt),
+            ("prompt template:", data.prompt_template), ("answer after:", data.answer_after),
+            ("first rows only:", data.max_samples)) if value]
+        if extras:
+            out.append("- **prompt handling:** " + "; ".join(extras))
+        out += [f"- {note}" for note in data.notes] + [""]
+    reward = plan.reward
+    if reward is not None:
+        names = ", ".join(f.name + (f" (weight {f.weight:g})" if f.weight != 1 else "") for f in reward.functions)
+        call = {
+            "trl": "`f(prompts=..., completions=..., completion_ids=..., **dataset_columns)` -> one float per "
+                   "completion (TRL reward_funcs); several functions add up with their weights",
+            "verl": "`compute_score(data_source, solution_str, ground_truth, extra_info)` -> a float, or a dict with "
+                    "'score' (verl custom_reward_function)",
+            "openrlhf": "`reward_func(queries, prompts, labels)` -> a tensor or a dict with 'rewards' (OpenRLHF)",
+            "torchforge": "`reward(prompt, response, target)` -> a float, averaged over the functions (torchforge "
+                          "RewardActor)",
+            "tinker_env": "`Env(**row).check_answer(text)` (+ check_format), as a tinker-cookbook ProblemEnv scores",
+            "plain": "`reward(completion, answer)`, or by its parameter names (prompt, answer, row)",
+        }[reward.style]
+        out += ["## Reward", ""]
+        if reward.status == "user":
+            origin = "copied verbatim into rewards.py" if reward.extract else "imported from its file, unchanged"
+            out += [f"- **yours:** {names} ({reward.reason}); {origin}.",
+                    f"- **called as:** {call}.",
+                    "- `python train.py --dry-run` calls it on each row's reference answer; a smoke run reports what it "
+                    "returned (REWARD line)."]
+        else:
+            out += [f"- **placeholder:** train.py scores with its own example reward (last number equals the "
+                    f"answer), because {reward.reason}.",
+                    f"- your reward would be called as: {call}; pass it with `--reward FILE:NAME`."]
+        out.append("")
+    schedule = plan.schedule
+    if schedule is not None and schedule.reasons:
+        out += ["## Schedule and shape", ""] + [f"- {r}" for r in schedule.reasons] + [""]
     return out

@@ -4,6 +4,7 @@ Every tool returns a pydantic model (its JSON schema is the tool's outputSchema)
 engine's MintMigrateError into a ToolError, whose text the model sees and can act on.
 """
 
+import inspect
 from collections.abc import Callable
 from functools import wraps
 from pathlib import Path
@@ -18,21 +19,26 @@ from mcp.types import ToolAnnotations
 from pydantic import Field
 
 from mcp_server import __version__, concepts
-from mcp_server.analyze import MigrationResult
+from mcp_server.migrate import MigrationResult
 from mcp_server.bundled import bundled_text
 from mcp_server.errors import MintMigrateError
+from mcp_server.frameworks import framework_list
 from mcp_server.lint import LintReport
+from mcp_server.parity.check import SmokeParityVerdict
+from mcp_server.parity.records import ParityReport
 from mcp_server.plan import LossFn, ScaffoldKind
 from mcp_server.preflight import PreflightReport
 from mcp_server.render import ScaffoldOptions, ScaffoldResult
-from mcp_server.smoke import SmokeProgress, SmokeVerdict
+from mcp_server.sdk_facts import RL_LOSSES
+from mcp_server.smoke import SmokeProgress
 
-INSTRUCTIONS = """\
-mint-migrate moves LLM post-training code (TRL, verl, OpenRLHF, torchforge, Tinker SDK, plain
-PyTorch) onto MinT (pip install mindlab-toolkit; import mint; tinker==0.22.0 API).
-Workflow: map_concept to learn the MinT equivalent of a source concept; migrate_script on the
-user's script (or scaffold_train_py for a fresh one); lint_script on the result; preflight_check
-for the environment; launch_smoke_run for a 2-step run against the offline mint-local backend.
+INSTRUCTIONS = f"""\
+mint-migrate moves LLM post-training code ({framework_list("and")}) onto MinT (pip install
+mindlab-toolkit; import mint; tinker==0.22.0 API).
+Workflow: migrate_script on the user's script (or scaffold_train_py for a fresh one); map_concept
+for what its plan did not cover; lint_script on the result; preflight_check(target="local") and
+launch_smoke_run for a 2-step run against the offline mint-local backend (no key needed); port
+the reward and data, then (with the user's consent) preflight and smoke-run with target="remote".
 Paths are relative to the workspace root the server was started in."""
 
 P = ParamSpec("P")
@@ -49,6 +55,9 @@ def _user_errors(fn: Callable[P, R]) -> Callable[P, R]:
         except (MintMigrateError, FileNotFoundError, IsADirectoryError, PermissionError) as exc:
             raise ToolError(str(exc)) from exc
 
+    # The docstring is the tool's description and MCPServer sends it as written: dedent it, or every
+    # line after the first reaches the model with the source's indentation.
+    wrapper.__doc__ = inspect.cleandoc(fn.__doc__ or "")
     return wrapper
 
 
@@ -73,7 +82,7 @@ def create_server(workspace: Path | None = None) -> MCPServer:
     @_user_errors
     async def map_concept(
         framework: Annotated[
-            str, Field(description="Source framework: trl, verl, openrlhf, torchforge, tinker or pytorch.")
+            str, Field(description=f"Source framework: {framework_list()}.")
         ],
         concept: Annotated[
             str | None,
@@ -95,7 +104,7 @@ def create_server(workspace: Path | None = None) -> MCPServer:
         kind: Annotated[ScaffoldKind, Field(description="sft, grpo, dpo or distill.")],
         base_model: Annotated[str | None, Field(description="Default --base-model of the script.")] = None,
         loss_fn: Annotated[
-            LossFn | None, Field(description="grpo only: importance_sampling (default), ppo, cispo or dro.")
+            LossFn | None, Field(description=f"grpo only: {', '.join(RL_LOSSES)} (the first is the default).")
         ] = None,
         loss_fn_config: Annotated[dict[str, float] | None, _option("loss_fn_config")] = None,
         learning_rate: Annotated[float | None, _option("learning_rate")] = None,
@@ -108,6 +117,7 @@ def create_server(workspace: Path | None = None) -> MCPServer:
         max_length: Annotated[int | None, _option("max_length")] = None,
         temperature: Annotated[float | None, _option("temperature")] = None,
         beta: Annotated[float | None, _option("beta")] = None,
+        throughput: Annotated[bool, _option("throughput")] = False,
         output_path: Annotated[
             str | None, Field(description="Write the script here (inside the workspace); omit to only return it.")
         ] = None,
@@ -133,6 +143,7 @@ def create_server(workspace: Path | None = None) -> MCPServer:
             max_length=max_length,
             temperature=temperature,
             beta=beta,
+            throughput=throughput,
         )
         return await anyio.to_thread.run_sync(
             lambda: scaffold(options, output_path=output_path, workspace=root, overwrite=overwrite)
@@ -158,9 +169,9 @@ def create_server(workspace: Path | None = None) -> MCPServer:
         ] = None,
         overwrite: Annotated[bool, Field(description="Replace existing files in output_dir.")] = False,
     ) -> MigrationResult:
-        """Analyze a TRL / verl / OpenRLHF / torchforge / Tinker / PyTorch setup into a migration
-        plan (every setting traced to file:line), a MinT train.py and a MIGRATION.md report."""
-        from mcp_server.analyze import migrate
+        """Analyze a training setup (any framework mint-migrate reads: see map_concept) into a
+        migration plan (every setting traced to file:line), a MinT train.py and a MIGRATION.md report."""
+        from mcp_server.migrate import migrate
 
         return await anyio.to_thread.run_sync(
             lambda: migrate(
@@ -203,13 +214,21 @@ def create_server(workspace: Path | None = None) -> MCPServer:
         script_path: Annotated[
             str | None, Field(description="The train.py to check (base model, tokenizer, lint); optional.")
         ] = None,
+        target: Annotated[
+            Literal["local", "remote"],
+            Field(
+                description="local: ready for a smoke run on mint-local (no key or endpoint needed); "
+                "remote: ready for MinT (key, endpoint, served models)."
+            ),
+        ] = "remote",
     ) -> PreflightReport:
-        """Check Python, mindlab-toolkit / tinker versions, the sk- key bug, MINT_BASE_URL and
-        MINT_API_KEY, the endpoint, the script's base model and tokenizer, and its lint summary."""
+        """Check that a run can start on `target`. Both: Python, mindlab-toolkit / tinker versions and
+        the script's lint summary. local adds mint-local's packages; remote adds the sk- key bug,
+        MINT_BASE_URL and MINT_API_KEY, the endpoint, and the script's base model and tokenizer."""
         from mcp_server.preflight import run_preflight
 
         path = in_workspace(script_path) if script_path else None
-        return await anyio.to_thread.run_sync(lambda: run_preflight(path))
+        return await anyio.to_thread.run_sync(lambda: run_preflight(path, target=target))
 
     @mcp.tool(
         title="Smoke-run a train.py",
@@ -235,26 +254,92 @@ def create_server(workspace: Path | None = None) -> MCPServer:
             Literal["auto", "cpu", "cuda"] | None,
             Field(description="local only: where mint-local runs the model; auto uses CUDA when present."),
         ] = None,
-    ) -> SmokeVerdict:
+        parity_source_path: Annotated[
+            str | None,
+            Field(description="Also run the parity check against this source script (see check_parity) once the "
+                  "smoke run passes; the verdict fails if the objectives differ."),
+        ] = None,
+    ) -> SmokeParityVerdict:
         """Run the script for a few steps (--smoke --steps N) and return a verdict: passed, steps,
         losses, step time, a sampled text for RL, the checkpoint, classified errors and the log tail.
-        Progress is reported once per training step."""
-        from mcp_server.smoke import run_smoke
-
+        Progress is reported once per training step. With parity_source_path, the parity check
+        runs after a passing smoke run and its report is the verdict's `parity`."""
         def report(progress: SmokeProgress) -> None:
             anyio.from_thread.run(ctx.report_progress, progress.step, progress.total, progress.message)
 
-        return await anyio.to_thread.run_sync(
-            lambda: run_smoke(
-                in_workspace(script_path),
-                target=target,
-                steps=steps,
+        from mcp_server.parity.check import smoke_with_parity
+
+        script = in_workspace(script_path)
+        source = in_workspace(parity_source_path) if parity_source_path else None
+        options = dict(target=target, steps=steps, timeout_s=timeout_s, on_progress=report, model=model, device=device)
+        return await anyio.to_thread.run_sync(lambda: smoke_with_parity(script, source, **options))
+
+    @mcp.tool(
+        title="Check a migration's objective against its source",
+        annotations=ToolAnnotations(
+            read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+        ),
+    )
+    @_user_errors
+    async def check_parity(
+        source_path: Annotated[str, Field(description="The source training script (.py) the migration came from.")],
+        ctx: Context,
+        train_path: Annotated[
+            str | None, Field(description="The migrated train.py; omit to migrate the source afresh.")
+        ] = None,
+        config_paths: Annotated[
+            list[str], Field(description="Companion files the migration read (YAML, reward module, ...).")
+        ] = [],  # noqa: B006 - pydantic copies defaults
+        rows: Annotated[int, Field(ge=1, le=64, description="Data rows in the compared step.")] = 8,
+        data_path: Annotated[
+            str | None, Field(description="A local copy of the source's data, when it reads a Hub dataset.")
+        ] = None,
+        mint_data_path: Annotated[
+            str | None, Field(description="The rows train.py reads, when a separate data step converted them.")
+        ] = None,
+        model: Annotated[
+            str | None, Field(description="A Hugging Face model folder both sides load (default: tiny Qwen3).")
+        ] = None,
+        script_args: Annotated[
+            list[str], Field(description="Command-line arguments for the source script.")
+        ] = [],  # noqa: B006 - pydantic copies defaults
+        fresh: Annotated[bool, Field(description="Re-run the source side even if a cached record matches.")] = False,
+        update_report: Annotated[
+            bool, Field(description="Write the result as the Parity section of the MIGRATION.md beside train.py.")
+        ] = True,
+        timeout_s: Annotated[float, Field(gt=0, le=3600, description="Per side, in seconds.")] = 600,
+    ) -> ParityReport:
+        """Prove the migrated train.py optimises the source's objective: run the source with its own
+        framework (TRL SFT/DPO, a plain PyTorch loop) and train.py on mint-local for one step, on the
+        same data rows and the same tiny model, then compare token sequences, trained positions,
+        per-token weights (up to one constant, with what it means for the learning rate) and the
+        step-0 loss. Every difference comes with its row, position, both values, cause and fix.
+        Needs the source framework installed (pip install 'mint-migrate[parity]')."""
+        from mcp_server.parity.check import check_parity as run_check
+        from mcp_server.parity.check import record_in_migration_md
+
+        def report(step: int, message: str) -> None:
+            anyio.from_thread.run(ctx.report_progress, step, 3, message)
+
+        def run() -> ParityReport:
+            result = run_check(
+                in_workspace(source_path),
+                train=in_workspace(train_path) if train_path else None,
+                configs=[in_workspace(p) for p in config_paths],
+                rows=rows,
+                data=in_workspace(data_path) if data_path else None,
+                mint_data=in_workspace(mint_data_path) if mint_data_path else None,
+                model=str(in_workspace(model)) if model and model != "tiny" else None,
+                script_args=script_args,
                 timeout_s=timeout_s,
+                fresh=fresh,
                 on_progress=report,
-                model=model,
-                device=device,
             )
-        )
+            if train_path and update_report and (written := record_in_migration_md(result, root)):
+                result.notes.append(f"wrote the Parity section of {written}")
+            return result
+
+        return await anyio.to_thread.run_sync(run)
 
     @mcp.prompt(name="mint-migrate", title="Migrate training code to MinT")
     def mint_migrate_prompt(
@@ -291,23 +376,30 @@ def migration_prompt(framework: str) -> str:
     try:
         known = concepts.resolve_framework(framework)
         subject = f"the user's {known} training code"
-        first = f"Call map_concept(framework='{known}') to load the concept table."
+        first = f"The source framework is {known}; read its entry point and config for the algorithm."
+        lookup = f"map_concept(framework='{known}', concept=...)"
     except MintMigrateError:
         subject = "the user's training code"
         first = (
             f"Treat '{framework}' as the user's question. Identify the source framework from the code "
-            f"(one of {', '.join(concepts.frameworks())}) and call map_concept for it."
+            f"(one of {', '.join(concepts.frameworks())}); map_concept answers questions about its concepts."
         )
+        lookup = "map_concept(framework=..., concept=...)"
     return f"""Migrate {subject} to MinT (mindlab-toolkit 0.2.0, tinker 0.22.0 API).
 
 1. {first}
 2. Find the training entry point (script, launch script or config) and call migrate_script on it,
    passing companion configs and reward modules in config_paths. Read the plan's warnings.
    For new code with no source, call scaffold_train_py(kind=...) instead.
-3. Call lint_script on the generated train.py and fix every error.
-4. Call preflight_check(script_path=...) and resolve each failed check.
-5. Call launch_smoke_run(script_path=..., target='local') and confirm it passed.
-6. Hand over: summarise MIGRATION.md, the smoke verdict and what the user must fill in
+3. Call {lookup} only for what the plan did not cover (a class, key or flag no setting,
+   warning or MIGRATION.md row mentions).
+4. Call lint_script on the generated train.py and fix every error.
+5. Call preflight_check(script_path=..., target='local') and resolve each failed check (no key needed).
+6. Call launch_smoke_run(script_path=..., target='local') and confirm it passed.
+7. Before done: port the user's reward and data into train.py, compare MIGRATION.md's settings and
+   "What cannot move as-is" with train.py's constants, lint again (no MINT023 on the learning rate),
+   smoke again. A run on MinT (target='remote') only with the user's consent.
+8. Hand over: summarise MIGRATION.md, the smoke verdict and what the user must fill in
    (reward function, data path, MINT_API_KEY).
 
 Pitfalls: build input=tokens[:-1], target=tokens[1:] with weights shifted too; a LoRA learning rate

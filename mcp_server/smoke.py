@@ -55,6 +55,7 @@ ErrorKind = Literal[
     "server_start",
     "crashed_at_exit",
     "script_error",
+    "parity",
 ]
 
 
@@ -87,6 +88,16 @@ class SmokeVerdict(BaseModel):
     accepted_groups: int | None = Field(default=None, description="RL: groups whose rewards differed, all steps.")
     trained_groups: int | None = Field(default=None, description="RL: groups sent to forward_backward, all steps.")
     sample_text: str | None = Field(default=None, description="RL scripts: one sampled text, the last reported.")
+    ran: str | None = Field(
+        default=None,
+        description="What the run trained on and scored with, from its RUN line: 'your data (32 rows of "
+        "train.parquet), your reward (compute_score from gsm8k.py)' or 'built-in examples, placeholder reward'.",
+    )
+    data_rows: int | None = Field(default=None, description="Rows the run loaded (the first rows under --smoke).")
+    data_file: str | None = Field(default=None, description="The data file it read; None: the built-in examples.")
+    reward: str | None = Field(default=None, description="RL: the reward functions that ran, or 'placeholder'.")
+    reward_calls: int | None = Field(default=None, description="RL: answers the reward scored (REWARD line).")
+    reward_distinct: int | None = Field(default=None, description="RL: distinct values it returned.")
     checkpoint: str | None = None
     exit_code: int | None = None
     duration_s: float = 0.0
@@ -149,6 +160,7 @@ class RunOutput(BaseModel):
     done: dict[str, str] | None = None
     samples: list[dict[str, str]] = Field(default_factory=list)
     run: dict[str, str] | None = None
+    reward: dict[str, str] | None = None
 
     def add(self, line: str) -> dict[str, str] | None:
         """Record one line; returns the fields of a METRIC step line (for progress)."""
@@ -164,6 +176,8 @@ class RunOutput(BaseModel):
             self.samples.append(parse_fields(rest))
         elif tag == "RUN":
             self.run = parse_fields(rest)
+        elif tag == "REWARD":
+            self.reward = parse_fields(rest)
         return None
 
     def losses(self) -> list[float]:
@@ -643,6 +657,38 @@ def _summarise(verdict: SmokeVerdict, output: RunOutput, secrets: list[str]) -> 
         verdict.checkpoint = output.done["checkpoint"]
     if output.run is not None and output.run.get("served_model"):
         verdict.model = output.run["served_model"]
+    _what_ran(verdict, output)
+
+
+def _what_ran(verdict: SmokeVerdict, output: RunOutput) -> None:
+    """Whose data and reward the run used (RUN data= data_rows= reward=), and what the reward returned
+    (REWARD calls= distinct=): a reward that gives every answer the same value trains nothing."""
+    run = output.run or {}
+    if "data" not in run:
+        return
+    rows = _number(run.get("data_rows"))
+    verdict.data_rows = int(rows) if rows is not None else None
+    builtin = run["data"] == "built-in"
+    verdict.data_file = None if builtin else run["data"]
+    parts = ["built-in examples" if builtin else f"your data ({verdict.data_rows} rows of {run['data']})"]
+    if "reward" in run:
+        verdict.reward = run["reward"]
+        names, _, file = run["reward"].partition("@")
+        parts.append("placeholder reward" if run["reward"] == "placeholder" else f"your reward ({names} from {file})")
+    verdict.ran = ", ".join(parts)
+    if output.reward is not None:
+        calls, distinct = _number(output.reward.get("calls")), _number(output.reward.get("distinct"))
+        verdict.reward_calls = int(calls) if calls is not None else None
+        verdict.reward_distinct = int(distinct) if distinct is not None else None
+        if verdict.reward not in (None, "placeholder") and verdict.reward_calls and verdict.reward_calls > 1 \
+                and verdict.reward_distinct == 1:
+            verdict.notes.append(
+                f"Your reward returned the same value ({output.reward.get('min')}) for all {verdict.reward_calls} "
+                "answers: it cannot tell them apart, so nothing would be learned. On the tiny smoke model an exact-"
+                "match reward often does this (the run added a small smoke bonus to train anyway); check it "
+                "scores a right answer above a wrong one (`python train.py --dry-run` calls it on the reference "
+                "answers)."
+            )
 
 
 def run_smoke(
@@ -762,6 +808,10 @@ def format_verdict(verdict: SmokeVerdict) -> str:
         lines.append(f"  step time    {verdict.median_step_s:.3g} s (median)")
     if verdict.accepted_groups is not None:
         lines.append(f"  groups       {verdict.accepted_groups} accepted, {verdict.trained_groups} trained")
+    if verdict.ran is not None:
+        lines.append(f"  ran          {verdict.ran}")
+    if verdict.reward_calls is not None:
+        lines.append(f"  reward       {verdict.reward_calls} answers scored, {verdict.reward_distinct} distinct value(s)")
     if verdict.sample_text is not None:
         lines.append(f"  sample       {json.dumps(verdict.sample_text[:200])}")
     if verdict.checkpoint:

@@ -51,8 +51,36 @@ def _validation_message(e: ValidationError) -> str:
     return f"invalid request for {e.title}: " + "; ".join(parts) + more
 
 
+# The SDK sends forward_backward in chunks of ~5 MB (its estimate; JSON floats make that ~10 MB),
+# so a larger body is a mistake or an attack; it is refused before it is read.
+MAX_BODY_BYTES = 32 * 1024 * 1024
+
+
+async def read_body(request: Request, limit: int = MAX_BODY_BYTES) -> bytes:
+    """The request body, or a 413 as soon as it is known to exceed `limit` (Content-Length first,
+    then counted while streaming, so a lying or missing header cannot make the server hold more)."""
+    too_large = UserError(
+        f"request body for {request.url.path} is larger than {limit // (1024 * 1024)} MiB; send fewer datums or "
+        "shorter sequences per call",
+        status=413,
+    )
+    declared = request.headers.get("content-length")
+    if declared is not None:
+        if not declared.isdigit():
+            raise UserError(f"invalid Content-Length header {declared[:40]!r}")
+        if int(declared) > limit:
+            raise too_large
+    chunks, total = [], 0
+    async for chunk in request.stream():
+        total += len(chunk)
+        if total > limit:
+            raise too_large
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
 async def body_json(request: Request) -> dict[str, Any]:
-    body = await request.body()
+    body = await read_body(request)
     try:
         data = json.loads(body or b"{}")
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
@@ -125,7 +153,7 @@ async def retrieve_future(s: Service, r: Request) -> Any:
 
 
 async def telemetry(s: Service, r: Request) -> Any:
-    await r.body()
+    await read_body(r)
     return {"status": "accepted"}
 
 
@@ -169,9 +197,13 @@ async def archive(s: Service, r: Request) -> Any:
     s.engine.store.read_meta(ref)
 
     def pack() -> bytes:
+        # The files sit at the archive's root, as in a PEFT adapter folder: unpacking into a
+        # folder gives one that PeftModel.from_pretrained (and tinker-cookbook's weights tools) load.
         buf = io.BytesIO()
         with tarfile.open(fileobj=buf, mode="w:gz") as tar:
-            tar.add(folder, arcname=ref.name)
+            for f in sorted(folder.iterdir()):
+                if f.is_file():
+                    tar.add(f, arcname=f.name)
         return buf.getvalue()
 
     data = await asyncio.to_thread(pack)

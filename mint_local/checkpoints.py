@@ -12,6 +12,13 @@ A checkpoint folder is a standard PEFT adapter (`adapter_model.safetensors`,
 plus `checkpoint.json` (mint-local metadata) and, for training checkpoints, `optimizer.pt`.
 The path `tinker://<run_id>/weights/<name>` maps to `runs/<run_id>/weights/<name>`;
 `mint://` is accepted as a synonym.
+
+Crash safety: a checkpoint is written into a hidden scratch folder `.NAME~new~PID~X` and renamed
+into place. Overwriting moves the old folder aside to `.NAME~old~PID~X` first (two renames);
+a process killed between them leaves NAME missing, and the next start renames the old folder
+back, so a checkpoint the client was told about is never lost. Every other hidden folder left
+by a dead process is removed at start; those of a live process (another server on the same
+state directory) are left alone.
 """
 
 from __future__ import annotations
@@ -20,7 +27,7 @@ import json
 import os
 import re
 import shutil
-import tempfile
+import sys
 import time
 import uuid
 from dataclasses import dataclass
@@ -32,7 +39,12 @@ from .errors import NotFound, UserError
 
 CheckpointKind = Literal["training", "sampler"]
 _KIND_DIR = {"training": "weights", "sampler": "sampler_weights"}
-_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")  # always fullmatch: "name\n" is refused
+# Hidden work folders: ".NAME~new~PID~X" (a save in progress), ".NAME~old~PID~X" (the folder an
+# overwrite replaces). "~" never occurs in a name, so NAME and the writer's PID can be read back.
+_WORK_RE = re.compile(r"\.(?P<name>[A-Za-z0-9][A-Za-z0-9._-]{0,127})~(?P<role>new|old)~(?P<pid>[0-9]+)~[0-9a-f]+")
+# Set by the crash tests only: the process exits at this point of a save, as a kill -9 would.
+FAILPOINT_ENV = "MINT_LOCAL_FAILPOINT"
 ADAPTER_FILE = "adapter_model.safetensors"
 ADAPTER_CONFIG = "adapter_config.json"
 META_FILE = "checkpoint.json"
@@ -60,7 +72,7 @@ def new_run_id() -> str:
 
 
 def check_name(name: str, what: str = "checkpoint name") -> str:
-    if not _NAME_RE.match(name or ""):
+    if not _NAME_RE.fullmatch(name or ""):
         raise UserError(
             f"invalid {what} {name!r}: use 1-128 letters, digits, '.', '_' or '-' (no '/'), "
             "starting with a letter or digit"
@@ -80,7 +92,7 @@ def parse_path(path: str) -> CheckpointRef:
     if len(parts) != 3 or parts[1] not in ("weights", "sampler_weights"):
         raise UserError(f"not a checkpoint path: {path!r}; {PATH_HELP}")
     run_id, kind_dir, name = parts
-    if not _NAME_RE.match(run_id) or not _NAME_RE.match(name):
+    if not _NAME_RE.fullmatch(run_id) or not _NAME_RE.fullmatch(name):
         raise UserError(f"not a checkpoint path: {path!r}; {PATH_HELP}")
     kind: CheckpointKind = "training" if kind_dir == "weights" else "sampler"
     return CheckpointRef(run_id=run_id, kind=kind, name=name)
@@ -88,6 +100,47 @@ def parse_path(path: str) -> CheckpointRef:
 
 def _iso(ts: float) -> str:
     return datetime.fromtimestamp(ts, tz=timezone.utc).isoformat()
+
+
+def _failpoint(where: str) -> None:
+    if os.environ.get(FAILPOINT_ENV) == where:
+        os._exit(137)
+
+
+def _pid_alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _work_dir(final: Path, role: str) -> Path:
+    return final.with_name(f".{final.name}~{role}~{os.getpid()}~{uuid.uuid4().hex[:8]}")
+
+
+def recover_folder(parent: Path) -> list[str]:
+    """Finish or undo the saves a dead process left in `parent`; returns what was done."""
+    done = []
+    leftovers = [p for p in parent.iterdir() if p.name.startswith(".") and p.is_dir()]
+    for p in sorted(leftovers, key=lambda p: p.name):
+        m = _WORK_RE.fullmatch(p.name)
+        if m and _pid_alive(int(m["pid"])):
+            continue  # another live server on this state directory is saving
+        final = parent / m["name"] if m else None
+        if m and m["role"] == "old" and final is not None and not final.exists() and (p / META_FILE).is_file():
+            # Killed between the two renames of an overwrite: the old checkpoint is the last one
+            # the client was told about, so it goes back in place.
+            os.replace(p, final)
+            done.append(f"restored {final}")
+        else:
+            shutil.rmtree(p, ignore_errors=True)
+            done.append(f"removed unfinished {p}")
+    return done
 
 
 def _write_json(path: Path, data: Any) -> None:
@@ -105,6 +158,15 @@ class CheckpointStore:
         # Ephemeral samplers die with the server that made them.
         shutil.rmtree(self.ephemeral_dir, ignore_errors=True)
         self.ephemeral_dir.mkdir(parents=True, exist_ok=True)
+        self.recover()
+
+    def recover(self) -> None:
+        """Undo what a killed process left half done (see the module docstring)."""
+        for run in self.runs_dir.iterdir():
+            for sub in _KIND_DIR.values():
+                if (run / sub).is_dir():
+                    for line in recover_folder(run / sub):
+                        print(f"mint-local: checkpoint recovery: {line}", file=sys.stderr, flush=True)
 
     # --- training runs -------------------------------------------------------------------------
 
@@ -197,7 +259,8 @@ class CheckpointStore:
                 "to save_state or choose another name"
             )
         final.parent.mkdir(parents=True, exist_ok=True)
-        scratch = Path(tempfile.mkdtemp(prefix=f".{final.name}-", dir=final.parent))
+        scratch = _work_dir(final, "new")
+        scratch.mkdir()
         try:
             save_file({k: v.detach().to("cpu").contiguous() for k, v in tensors.items()}, str(scratch / ADAPTER_FILE))
             (scratch / ADAPTER_CONFIG).write_text(json.dumps(adapter_config, indent=2, sort_keys=True), encoding="utf-8")
@@ -208,10 +271,13 @@ class CheckpointStore:
             meta = dict(meta, uid=uuid.uuid4().hex, time=time.time())
             if ref is not None:
                 meta.update(checkpoint_id=ref.checkpoint_id, checkpoint_type=ref.kind, tinker_path=ref.tinker_path)
+            # checkpoint.json last: a folder holding it is complete.
             (scratch / META_FILE).write_text(json.dumps(meta, indent=2, sort_keys=True), encoding="utf-8")
+            _failpoint("save:written")
             if final.exists():
-                trash = final.with_name(f".{final.name}-old-{uuid.uuid4().hex[:6]}")
+                trash = _work_dir(final, "old")
                 os.replace(final, trash)
+                _failpoint("save:between-renames")
                 os.replace(scratch, final)
                 shutil.rmtree(trash, ignore_errors=True)
             else:

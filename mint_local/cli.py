@@ -65,6 +65,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="torch CPU threads (default: 1 for models under 10M parameters, else torch's default)",
     )
+    serve.add_argument(
+        "--max-context",
+        type=int,
+        default=None,
+        help="tokens per sequence, prompt plus sampled (default: the model's max_position_embeddings, 32768 for "
+        "the built-in tiny models, which take any length; a model folder's limit can only be lowered)",
+    )
     serve.add_argument("--allow-remote", action="store_true", help="allow binding a non-loopback address")
     return parser
 
@@ -117,7 +124,7 @@ def serve(args: argparse.Namespace) -> int:
     worker = Worker()
     try:
         engine = worker.call(
-            lambda: Engine(model=args.model, device=args.device, dtype=args.dtype, state_dir=Path(args.state_dir), serve_any_model=args.serve_any_model, threads=args.threads)
+            lambda: Engine(model=args.model, device=args.device, dtype=args.dtype, state_dir=Path(args.state_dir), serve_any_model=args.serve_any_model, threads=args.threads, max_context=args.max_context)
         )
     except UserError as e:
         print(f"mint-local: {e.message}", file=sys.stderr)

@@ -104,6 +104,7 @@ class Engine:
         state_dir: Path | str = ".mint-local",
         serve_any_model: bool = False,
         threads: int | None = None,
+        max_context: int | None = None,
     ) -> None:
         self.store = CheckpointStore(Path(state_dir))
         self.serve_any_model = serve_any_model
@@ -124,7 +125,7 @@ class Engine:
         config = self.model.config
         self.arch = (getattr(config, "architectures", None) or [type(self.model).__name__])[0]
         self.vocab_size = int(self.model.get_output_embeddings().weight.shape[0])
-        self.max_context = int(getattr(config, "max_position_embeddings", 0) or 4096)
+        self.max_context = _pick_max_context(max_context, int(getattr(config, "max_position_embeddings", 0) or 4096), builtin, self.path)
         self.lm: sampling.LanguageModel = self.model if builtin else sampling.TransformersLM(self.model)
         self.routing = lora.routing(self.model)
         # Requests share attention batches only where the kernels are known to compute each
@@ -403,12 +404,46 @@ class Engine:
         with_grad = [p for p in tm.params if p.grad is not None]
         grad_norm = 0.0
         if with_grad:
-            max_norm = adam.grad_clip_norm if adam.grad_clip_norm > 0 else math.inf
-            grad_norm = float(torch.nn.utils.clip_grad_norm_(with_grad, max_norm))
-            tm.optimizer.step(AdamSettings(adam.learning_rate, adam.beta1, adam.beta2, adam.eps, adam.weight_decay))
-            tm.optimizer.zero_grad()
+            norm = torch.nn.utils.get_total_norm([p.grad for p in with_grad])
+            grad_norm = float(norm)
+            if not math.isfinite(grad_norm):
+                tm.optimizer.zero_grad()
+                raise UserError(
+                    "optim_step: the gradient accumulated since the last optim_step has NaN or infinite values "
+                    "(a forward_backward's loss was not finite: check its weights, advantages and logprobs). The step "
+                    "was skipped and the gradient cleared; the weights and optimizer state are unchanged"
+                )
+            if adam.grad_clip_norm > 0:
+                torch.nn.utils.clip_grads_with_norm_(with_grad, adam.grad_clip_norm, norm)
+            self._guarded_step(tm, AdamSettings(adam.learning_rate, adam.beta1, adam.beta2, adam.eps, adam.weight_decay))
         tm.steps += 1
         return {"metrics": {"grad_norm:mean": grad_norm, "learning_rate:mean": adam.learning_rate, "step:max": float(tm.steps)}}
+
+    def _guarded_step(self, tm: TrainingModel, settings: AdamSettings) -> None:
+        """One AdamW step that is undone if it leaves a weight or a moment non-finite (a huge
+        learning rate, or a gradient whose square overflows float32): one bad request never
+        leaves the adapter unusable. The copy is of the LoRA weights and moments only."""
+        params = [p.detach().clone() for p in tm.params]
+        state = tm.optimizer.state_dict()
+        state = {**state, **{k: [None if t is None else t.clone() for t in state[k]] for k in ("exp_avg", "exp_avg_sq")}}
+        try:
+            tm.optimizer.step(settings)
+            moments = [t for t in (*tm.optimizer.exp_avg, *tm.optimizer.exp_avg_sq) if t is not None]
+            if all(bool(torch.isfinite(t).all()) for t in (*tm.params, *moments)):
+                return
+        except RuntimeError:  # e.g. a step size beyond float32 ("cannot be converted ... without overflow")
+            pass
+        finally:
+            tm.optimizer.zero_grad()
+        with torch.no_grad():
+            for p, old in zip(tm.params, params):
+                p.copy_(old)
+        tm.optimizer.load_state_dict(state)
+        raise UserError(
+            f"optim_step: this step (learning_rate={settings.learning_rate:g}) would have made weights or Adam moments "
+            "overflow float32, so it was undone: the weights and optimizer state are as before it. Lower the "
+            "learning rate or the loss scale (weights, advantages)"
+        )
 
     def _checkpoint_meta(self, tm: TrainingModel) -> dict[str, Any]:
         return {
@@ -647,6 +682,22 @@ def _resolve_model_source(model: str) -> tuple[Path, str, list[str], bool]:
         aliases.append(path.parent.parent.name[len("models--") :].replace("--", "/"))
     name = aliases[-1] if len(aliases) > 1 else str(path)
     return path, name, aliases, False
+
+
+def _pick_max_context(asked: int | None, configured: int, builtin: bool, path: Path) -> int:
+    """Tokens per sequence (prompt + sampled). The built-in models use RoPE and no learned
+    positions, so any length runs; a model folder's own limit can only be lowered (models with
+    learned position embeddings fail past it)."""
+    if asked is None:
+        return configured
+    if asked < 16:
+        raise UserError(f"--max-context {asked}: use at least 16 tokens")
+    if asked > configured and not builtin:
+        raise UserError(
+            f"--max-context {asked}: {path} declares max_position_embeddings={configured}; only the built-in "
+            "tiny models take a longer context than their config says"
+        )
+    return asked
 
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}

@@ -46,8 +46,9 @@ def model_input_tokens(mi: p.ModelInput, what: str, vocab_size: int) -> list[int
     for chunk in mi.chunks:
         if chunk.type != "encoded_text":
             raise UserError(
-                f"{what}: chunk type {chunk.type!r} is not supported; mint-local serves text-only "
-                "models, so model inputs must be EncodedTextChunk token lists"
+                f"{what}: chunk type {chunk.type!r} is not supported: mint-local serves text-only models, so "
+                "image chunks (ImageChunk, ImageAssetPointerChunk) are refused; send EncodedTextChunk token "
+                "lists here and run vision code against hosted MinT"
             )
         tokens.extend(chunk.tokens or [])
     for t in tokens:
@@ -89,9 +90,11 @@ def tensor_from_wire(td: p.TensorData | p.ReverseKLTensor, what: str, integer: b
         if not torch.equal(dense, dense.round()):
             raise UserError(f"{what}: expected integer token ids, got non-integer values")
         return dense.to(dtype)
-    if not torch.isfinite(dense).all():
-        raise UserError(f"{what}: contains NaN or infinite values")
-    return dense.to(dtype)
+    # Checked after the cast: 1e39 is finite in float64 but inf in the float32 the loss uses.
+    values = dense.to(dtype)
+    if not torch.isfinite(values).all():
+        raise UserError(f"{what}: contains NaN or infinite values (or values beyond float32's range, about 3.4e38)")
+    return values
 
 
 def prepare_batch(

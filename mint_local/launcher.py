@@ -49,6 +49,7 @@ class LocalServer:
         port: int = 0,
         serve_any_model: bool = False,
         hosted_parity: bool = False,
+        max_context: int | None = None,
         timeout_s: float = 180,
         log_path: str | os.PathLike[str] | None = None,
     ) -> LocalServer:
@@ -77,6 +78,8 @@ class LocalServer:
             cmd.append("--serve-any-model")
         if hosted_parity:
             cmd.append("--hosted-parity")
+        if max_context is not None:
+            cmd += ["--max-context", str(max_context)]
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         log_file = open(log, "a", encoding="utf-8")  # noqa: SIM115 - handed to the child process
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log_file, text=True, env=env)

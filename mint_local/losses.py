@@ -25,6 +25,8 @@ from typing import Callable
 
 import torch
 
+from mcp_server.sdk_facts import CISPO_CLIP, DRO_BETA, PPO_CLIP
+
 from .errors import UserError
 
 Tensor = torch.Tensor
@@ -39,9 +41,10 @@ class LossSpec:
     two_dim_ok: tuple[str, ...] = ()
 
 
-PPO_DEFAULTS = {"clip_low_threshold": 0.8, "clip_high_threshold": 1.2}
-CISPO_DEFAULTS = {"clip_low_threshold": 0.0, "clip_high_threshold": 4.0}
-DRO_DEFAULTS = {"beta": 1.0}
+# What the server uses when loss_fn_config leaves a key out (values and reasons: mcp_server/sdk_facts.py).
+PPO_DEFAULTS = dict(PPO_CLIP)
+CISPO_DEFAULTS = dict(CISPO_CLIP)
+DRO_DEFAULTS = {"beta": DRO_BETA}
 
 _RL_INPUTS = ("target_tokens", "logprobs", "advantages")
 
@@ -137,6 +140,10 @@ def resolve_config(loss_fn: str, config: dict[str, float] | None) -> dict[str, f
     if unknown:
         allowed = ", ".join(sorted(spec.config_defaults)) or "none"
         raise UserError(f"loss_fn_config keys {unknown} are not used by {loss_fn!r} (accepted keys: {allowed})")
+    # Finite in float32, like every tensor input: a NaN threshold would make every ratio NaN.
+    bad = sorted(k for k, v in config.items() if not torch.isfinite(torch.tensor(float(v), dtype=torch.float32)))
+    if bad:
+        raise UserError(f"loss_fn_config {bad} must be finite numbers (within float32's range), got {[config[k] for k in bad]}")
     return {**spec.config_defaults, **config}
 
 

@@ -11,9 +11,19 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+# Limits on what one request may carry (documented in mint_local/README.md, "Limits").
+MAX_STRING_CHARS = 4096  # any string field: names, paths, tags, stop strings
+MAX_TAGS = 64
+SEED_BOUND = 2**63  # seeds are integers in [0, 2**63): what torch's generators take
+SEQ_ID_BOUND = 2**63  # tinker's sampling clients start their seq_ids near 10**18
+
 
 class Wire(BaseModel):
-    model_config = ConfigDict(extra="ignore", protected_namespaces=())
+    model_config = ConfigDict(extra="ignore", protected_namespaces=(), str_max_length=MAX_STRING_CHARS)
+
+
+SeqId = Field(None, ge=0, lt=SEQ_ID_BOUND)
+Seed = Field(None, ge=0, lt=SEED_BOUND)
 
 
 class TensorData(Wire):
@@ -47,13 +57,13 @@ class ForwardBackwardInput(Wire):
 class ForwardRequest(Wire):
     forward_input: ForwardBackwardInput
     model_id: str
-    seq_id: int | None = None
+    seq_id: int | None = SeqId
 
 
 class ForwardBackwardRequest(Wire):
     forward_backward_input: ForwardBackwardInput
     model_id: str
-    seq_id: int | None = None
+    seq_id: int | None = SeqId
 
 
 class AdamParams(Wire):
@@ -68,12 +78,12 @@ class AdamParams(Wire):
 class OptimStepRequest(Wire):
     adam_params: AdamParams
     model_id: str
-    seq_id: int | None = None
+    seq_id: int | None = SeqId
 
 
 class LoraConfig(Wire):
     rank: int
-    seed: int | None = None
+    seed: int | None = Seed
     train_unembed: bool = True
     train_mlp: bool = True
     train_attn: bool = True
@@ -96,7 +106,7 @@ class ModelIdRequest(Wire):
 class SaveWeightsRequest(Wire):
     model_id: str
     path: str | None = None
-    seq_id: int | None = None
+    seq_id: int | None = SeqId
     ttl_seconds: int | None = None
     overwrite: bool = False
 
@@ -105,7 +115,7 @@ class SaveWeightsForSamplerRequest(Wire):
     model_id: str
     path: str | None = None
     sampling_session_seq_id: int | None = None
-    seq_id: int | None = None
+    seq_id: int | None = SeqId
     ttl_seconds: int | None = None
 
 
@@ -113,11 +123,11 @@ class LoadWeightsRequest(Wire):
     model_id: str
     path: str
     optimizer: bool = False
-    seq_id: int | None = None
+    seq_id: int | None = SeqId
 
 
 class CreateSessionRequest(Wire):
-    tags: list[str] = Field(default_factory=list)
+    tags: list[str] = Field(default_factory=list, max_length=MAX_TAGS)
     user_metadata: dict[str, Any] | None = None
     sdk_version: str = ""
     project_id: str | None = None
@@ -136,7 +146,7 @@ class CreateSamplingSessionRequest(Wire):
 
 class SamplingParams(Wire):
     max_tokens: int | None = None
-    seed: int | None = None
+    seed: int | None = Seed
     stop: str | list[str] | list[int] | None = None
     temperature: float = 1.0
     top_k: int = -1
@@ -150,7 +160,7 @@ class SampleRequest(Wire):
     base_model: str | None = None
     model_path: str | None = None
     sampling_session_id: str | None = None
-    seq_id: int | None = None
+    seq_id: int | None = SeqId
     prompt_logprobs: bool | None = None
     topk_prompt_logprobs: int = 0
 
@@ -184,7 +194,7 @@ class ForwardBackwardReverseKLRequest(Wire):
     reference_model_path: str
     data: list[ReverseKLDatum]
     temperature: float = 1.0
-    seq_id: int | None = None
+    seq_id: int | None = SeqId
 
 
 class InterpolateCheckpointsRequest(Wire):

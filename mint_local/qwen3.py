@@ -22,6 +22,10 @@ import torch.nn.functional as F
 from torch import nn
 
 
+# Positions per block of the sampler's RoPE table (Qwen3ForCausalLM._rope_table).
+ROPE_BLOCK = 1024
+
+
 class UnsupportedConfig(ValueError):
     pass
 
@@ -249,19 +253,26 @@ class Qwen3ForCausalLM(nn.Module):
     def new_cache(self) -> RowCache:
         return RowCache(self.config.num_hidden_layers)
 
-    def _rope_table(self, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
-        """cos and sin of every position, sin with its first half negated: then
-        rope(x) = x * cos + swap_halves(x) * sin, the same products as rotate_half's."""
+    def _rope_table(self, dtype: torch.dtype, positions: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """cos and sin of positions 0.. (at least `positions` of them), sin with its first half
+        negated: then rope(x) = x * cos + swap_halves(x) * sin, the same products as
+        rotate_half's. Built in blocks of ROPE_BLOCK positions as the context grows (the server
+        may run past max_position_embeddings: `--max-context`); a fixed block shape keeps each
+        value the same however long the table has grown."""
         table = self.__dict__.get("_rope")
-        if table is None or table[0].dtype != dtype:
-            inv_freq = self.model.inv_freq
-            positions = torch.arange(self.config.max_position_embeddings, device=inv_freq.device, dtype=torch.float32)
-            freqs = positions[:, None] * inv_freq[None, :]
+        if table is not None and table[0].dtype == dtype and table[0].shape[0] >= positions:
+            return table
+        inv_freq = self.model.inv_freq
+        half = self.config.head_dim // 2
+        cos_blocks, sin_blocks = ([table[0]], [table[1]]) if table is not None and table[0].dtype == dtype else ([], [])
+        for start in range(sum(b.shape[0] for b in cos_blocks), positions, ROPE_BLOCK):
+            freqs = torch.arange(start, start + ROPE_BLOCK, device=inv_freq.device, dtype=torch.float32)[:, None] * inv_freq[None, :]
             angles = torch.cat((freqs, freqs), dim=-1)
-            half = self.config.head_dim // 2
             sin = angles.sin()
             sin[:, :half] = -sin[:, :half]
-            table = self.__dict__["_rope"] = (angles.cos().to(dtype), sin.to(dtype))
+            cos_blocks.append(angles.cos().to(dtype))
+            sin_blocks.append(sin.to(dtype))
+        table = self.__dict__["_rope"] = (torch.cat(cos_blocks), torch.cat(sin_blocks))
         return table
 
     def forward_packed(self, segments: Sequence[Any], tile: int, routing: Any) -> list[torch.Tensor]:
@@ -282,7 +293,6 @@ class Qwen3ForCausalLM(nn.Module):
         c = self.config
         device = self.model.embed_tokens.weight.device
         dtype = self.model.embed_tokens.weight.dtype
-        cos_table, sin_table = self._rope_table(dtype)
         spans, ids, positions, adapters = [], [], [], []
         start = 0
         for seg in segments:
@@ -297,6 +307,7 @@ class Qwen3ForCausalLM(nn.Module):
         padded = -(-total // tile) * tile
         pad_rows = padded - total
         adapters.extend([None] * pad_rows)
+        cos_table, sin_table = self._rope_table(dtype, max(positions) + 1)
         flat = torch.tensor([ids + [0] * pad_rows, positions + [0] * pad_rows], dtype=torch.int64).to(device)
         cos, sin = cos_table[flat[1]][:, None, :], sin_table[flat[1]][:, None, :]
         x = self.model.embed_tokens(flat[0])

@@ -30,6 +30,13 @@ from .futures import ClientGone, FutureStore, Job, SeqGate, Worker
 from .inputs import model_input_tokens, prepare_batch, tensor_from_wire
 
 MAX_NUM_SAMPLES = 1024
+# Limits (mint_local/README.md, "Limits"): each is a 4xx that says what to change.
+MAX_SAMPLED_TOKENS = 1 << 20  # num_samples x max_tokens of one sample request
+MAX_STOP_SEQUENCES = 128
+MAX_METADATA_BYTES = 16 * 1024  # user_metadata, as JSON
+# How far a training request's seq_id may run ahead of the highest one its model has seen: the
+# SDK numbers requests 1, 2, 3 ... and only the chunks of one call travel concurrently.
+MAX_SEQ_AHEAD = 4096
 # A client is gone, and its queued work is dropped, when its session sends nothing (the SDK
 # heartbeats every 10 s) for SESSION_TIMEOUT_S, or when its long polls close and nothing comes
 # from it for CLIENT_GONE_GRACE_S (a live SDK client re-polls at once).
@@ -67,6 +74,13 @@ def _parse(model: type[BaseModel], raw: dict[str, Any]) -> Any:
     return model.model_validate(raw)
 
 
+def _check_metadata(metadata: dict[str, Any] | None, what: str) -> dict[str, Any]:
+    size = len(json.dumps(metadata or {}, default=str).encode("utf-8"))
+    if size > MAX_METADATA_BYTES:
+        raise UserError(f"{what}: user_metadata is {size:,} bytes as JSON; the limit is {MAX_METADATA_BYTES:,}")
+    return dict(metadata or {})
+
+
 class Service:
     def __init__(self, engine: Engine, worker: Worker, loop: asyncio.AbstractEventLoop, *, hosted_parity: bool = False) -> None:
         self.engine = engine
@@ -78,6 +92,7 @@ class Service:
         self.sessions: dict[str, Session] = {}
         self.samplers: dict[str, Sampler] = {}
         self.gates: dict[str, SeqGate] = {}
+        self._highest_seq: dict[str, int] = {}
         self._jwt_secret = os.urandom(32)
         self._owners: dict[str, str | None] = {}  # pending request_id -> the session it belongs to
         worker.attach(engine.decoder)
@@ -118,8 +133,18 @@ class Service:
         """Queue a training-model job behind the client's earlier seq_ids."""
         model_id = raw.get("model_id")
         seq_id = raw.get("seq_id") if isinstance(raw.get("seq_id"), int) else None
+        if seq_id is not None and not 0 <= seq_id < p.SEQ_ID_BOUND:
+            raise UserError(f"seq_id must be an integer in [0, 2**63), got {seq_id}")
         gate = None
         if isinstance(model_id, str) and model_id in self.engine.models:
+            if seq_id is not None:
+                highest = self._highest_seq.get(model_id, 0)
+                if seq_id > highest + MAX_SEQ_AHEAD:
+                    raise UserError(
+                        f"seq_id {seq_id} is more than {MAX_SEQ_AHEAD} ahead of the highest this model has seen "
+                        f"({highest}); the SDK numbers a training client's requests 1, 2, 3, ..."
+                    )
+                self._highest_seq[model_id] = max(highest, seq_id)
             gate = self.gates.get(model_id) or self.gates.setdefault(model_id, SeqGate(self.loop, self._release))
             if (earlier := gate.duplicate(seq_id)) is not None:
                 return {"request_id": earlier, "model_id": model_id}
@@ -180,6 +205,10 @@ class Service:
             "proto_write_fwdbwd": False,
             "enable_grpc_retrieve_future": False,
             "sample_no_retries": False,
+            # tinker 0.22.0's default pyqwest transport follows the archive endpoint's 302 itself and
+            # the SDK then raises TypeError; httpx's transport hands the redirect back as the SDK
+            # expects, so RestClient.get_checkpoint_archive_url* (and weights.download()) work.
+            "use_pyqwest_transport": False,
         }
 
     def auth_token(self) -> dict[str, Any]:
@@ -194,8 +223,9 @@ class Service:
 
     def create_session(self, raw: dict[str, Any]) -> dict[str, Any]:
         req = _parse(p.CreateSessionRequest, raw)
+        metadata = _check_metadata(req.user_metadata, "create_session")
         session_id = "session-" + uuid.uuid4().hex[:12]
-        self.sessions[session_id] = Session(session_id, list(req.tags), dict(req.user_metadata or {}))
+        self.sessions[session_id] = Session(session_id, list(req.tags), metadata)
         return {
             "type": "create_session",
             "session_id": session_id,
@@ -238,6 +268,7 @@ class Service:
     def create_model(self, raw: dict[str, Any]) -> dict[str, Any]:
         req = _parse(p.CreateModelRequest, raw)
         session = self._session(req.session_id)
+        _check_metadata(req.user_metadata, "create_lora_training_client")
         base_model = self.engine.resolve_base_model(req.base_model, "create_lora_training_client")
         lora = req.lora_config
         if lora is None:
@@ -270,9 +301,28 @@ class Service:
                 fbi, what = req.forward_input, "forward"
             self.engine.get_model(req.model_id)
             batch = prepare_batch(fbi, vocab_size=self.engine.vocab_size, max_length=self.engine.max_context, what=what)
-            return lambda: self.engine.forward(req.model_id, batch, backward)
+            return self._finite_loss(req.model_id, what, backward, lambda: self.engine.forward(req.model_id, batch, backward))
 
         return self._ordered(raw, build)
+
+    def _finite_loss(self, model_id: str, what: str, backward: bool, job: Job) -> Job:
+        """A non-finite loss is a failed request, not a result: the SDK cannot parse NaN/Infinity
+        (orjson), and its gradient would poison the next optim_step, so it is discarded here."""
+
+        def run() -> dict[str, Any]:
+            result = job()
+            loss = result["metrics"]["loss:sum"]
+            if not math.isfinite(loss):
+                if backward:
+                    self.engine.get_model(model_id).optimizer.zero_grad()
+                raise UserError(
+                    f"{what}: the loss is {loss} (check the weights, advantages and logprobs you sent, or the "
+                    "temperature)" + ("; the gradient accumulated since the last optim_step was discarded, so the "
+                    "weights stay as they are" if backward else "")
+                )
+            return result
+
+        return run
 
     def optim_step(self, raw: dict[str, Any]) -> dict[str, Any]:
         def build() -> Job:
@@ -382,6 +432,17 @@ class Service:
             raise UserError(f"sample: num_samples must be between 1 and {MAX_NUM_SAMPLES}, got {req.num_samples}")
         if params.max_tokens is not None and params.max_tokens < 0:
             raise UserError("sample: max_tokens must be >= 0")
+        room = engine.max_context - len(prompt)
+        max_tokens = room if params.max_tokens is None else min(params.max_tokens, room)
+        if req.num_samples * max_tokens > MAX_SAMPLED_TOKENS:
+            raise UserError(
+                f"sample: num_samples x max_tokens is {req.num_samples} x {max_tokens} = {req.num_samples * max_tokens:,} "
+                f"tokens (max_tokens defaults to the context left after the prompt); one request may sample at most "
+                f"{MAX_SAMPLED_TOKENS:,}: lower max_tokens or num_samples, or send several requests"
+            )
+        stops = [params.stop] if isinstance(params.stop, str) else list(params.stop or [])
+        if len(stops) > MAX_STOP_SEQUENCES:
+            raise UserError(f"sample: at most {MAX_STOP_SEQUENCES} stop sequences, got {len(stops)}")
         if not (math.isfinite(params.temperature) and params.temperature >= 0):
             raise UserError("sample: temperature must be >= 0 (0 = greedy)")
         if not 0 < params.top_p <= 1:
@@ -503,7 +564,8 @@ class Service:
                 )
             data.append({"student": torch.tensor(student), "reference": torch.tensor(ref_tokens), "weights": weights})
         owner = engine.models[req.model_id].session_id
-        return self._submit(lambda: engine.forward_backward_reverse_kl(req.model_id, reference, data, req.temperature), req.model_id, owner)
+        job = lambda: engine.forward_backward_reverse_kl(req.model_id, reference, data, req.temperature)  # noqa: E731
+        return self._submit(self._finite_loss(req.model_id, "forward_backward_reverse_kl", True, job), req.model_id, owner)
 
     def _reference_source(self, path: str) -> AdapterSource:
         if path.startswith(("tinker://", "mint://")):

@@ -20,7 +20,8 @@ from collections import Counter
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-BUILDER_VERSION = 1
+# 2: 32,768-token context (was 2,048); weights and tokenizer are unchanged.
+BUILDER_VERSION = 2
 
 # Qwen2/Qwen3 split digits one by one, which keeps answers such as "#### 42" easy to learn.
 _PRETOKENIZE_REGEX = (
@@ -94,7 +95,9 @@ class TinySpec:
     num_key_value_heads: int
     head_dim: int
     vocab_target: int
-    max_position_embeddings: int = 2048
+    # Qwen3's own window. RoPE has no learned positions, so the length costs nothing until used;
+    # `mint-local serve --max-context N` sets another limit.
+    max_position_embeddings: int = 32768
     seed: int = 0
 
 

@@ -321,6 +321,15 @@ def generate() -> str:
     import mint.mint  # noqa: F401
     import tinker
 
+    from mcp_server import sdk_facts
+
+    pinned = (sdk_facts.MINDLAB_TOOLKIT_VERSION, sdk_facts.TINKER_VERSION)
+    if (mint.__version__, tinker.__version__) != pinned:
+        raise SystemExit(
+            f"The installed SDK is mindlab-toolkit {mint.__version__} / tinker {tinker.__version__}, but "
+            f"mint-migrate is written for {pinned[0]} / {pinned[1]} (mcp_server/sdk_facts.py). Install those "
+            "(pip install mindlab-toolkit==" + pinned[0] + "), or update sdk_facts.py and its tests first."
+        )
     out = [
         "MinT SDK API reference (GENERATED: do not edit by hand)",
         f"mindlab-toolkit {mint.__version__} (import mint), tinker {tinker.__version__}",
@@ -359,7 +368,25 @@ def generate() -> str:
     for title, cls, paths in sorted(blocks, key=lambda b: b[0]):
         out += _class_block(title, cls, paths, notes.get(title))
         out.append("")
+    out += _choices(sdk_facts)
     return "\n".join(out).rstrip() + "\n"
+
+
+def _choices(facts) -> list[str]:
+    """mint-migrate's own defaults for this SDK, from mcp_server/sdk_facts.py (not SDK API)."""
+    configs = facts.loss_fn_config_defaults()
+    sent = "; ".join(f"{loss} {configs[loss] if configs[loss] else 'none'}" for loss in facts.RL_LOSSES)
+    keys = "; ".join(f"{loss}: {', '.join(k)}" for loss, k in facts.LOSS_FN_CONFIG_KEYS.items() if k)
+    return [
+        "== mint-migrate's defaults for this SDK (mcp_server/sdk_facts.py; not part of the SDK) ==",
+        f"  loss_fn: {', '.join(facts.LOSS_NAMES)} (not in 0.22.0: {', '.join(facts.LATER_SDK_LOSSES)})",
+        f"  loss_fn_config keys: {keys} (ppo/cispo take ratio bounds, not epsilons)",
+        f"  loss_fn_config the scaffolds send: {sent}",
+        f"  default base model: {facts.DEFAULT_BASE_MODEL}; default LoRA rank: {facts.DEFAULT_LORA_RANK}",
+        f"  tinker-cookbook: <= {facts.TINKER_COOKBOOK_MAX_VERSION} next to tinker {facts.TINKER_VERSION}",
+        f"  MINT_BASE_URL unset: import mint uses {facts.MINT_DEFAULT_BASE_URL}",
+        "",
+    ]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from mint_local.launcher import LocalServer
-from mint_local.testing import TEST_API_KEY
+from mint_local.testing import TEST_API_KEY, TEXT
 
 
 @pytest.fixture(scope="session")
@@ -48,3 +48,26 @@ def quiet_sdk_clients_at_exit():
         holder.close()  # cancels the heartbeat and stops telemetry, without waiting
         # The same cleanup again, waited on: it returns once the cancelled heartbeat has ended.
         holder.run_coroutine_threadsafe(holder._async_cleanup()).result(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def sc(mint_local_server):
+    """A mint ServiceClient on the session server (one per test module)."""
+    import mint
+
+    return mint.ServiceClient(base_url=mint_local_server.base_url, api_key=TEST_API_KEY)
+
+
+@pytest.fixture(scope="module")
+def http(mint_local_server):
+    """Raw HTTP to the session server, for what the SDK would never send."""
+    import httpx
+
+    with httpx.Client(base_url=mint_local_server.base_url, headers={"X-API-Key": TEST_API_KEY}, timeout=60) as client:
+        yield client
+
+
+@pytest.fixture(scope="module")
+def tokens(sc, mint_local_server):
+    """testing.TEXT in the served model's tokens."""
+    return sc.create_lora_training_client(base_model=mint_local_server.model_name, rank=2).get_tokenizer().encode(TEXT)

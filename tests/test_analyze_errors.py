@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from mcp_server.analyze import analyze, migrate
+from mcp_server.analyze import analyze
+from mcp_server.migrate import migrate
 from mcp_server.analyze.evidence import Level, Loc, Value
 from mcp_server.analyze.yamlconf import YamlConfig
 from mcp_server.errors import MintMigrateError

@@ -6,17 +6,20 @@ warning codes. The fixtures are scripts written for this project in each framewo
 """
 
 import json
+import math
+import re
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
 from mcp_server.analyze import analyze
+from mcp_server.frameworks import FRAMEWORK_NAMES
 from mcp_server.plan import SETTING_KEYS
 
 FIXTURES = Path(__file__).parent / "fixtures" / "migrate"
 CASES = sorted(FIXTURES.glob("*/*/case.json"))
-FRAMEWORKS = ("trl", "verl", "openrlhf", "torchforge", "tinker", "pytorch")
+FRAMEWORKS = FRAMEWORK_NAMES
 
 
 def load_case(path: Path) -> tuple[Path, list[Path], dict]:
@@ -54,10 +57,33 @@ def test_fixture_plan(case_path: Path):
     assert sorted({w.code for w in plan.warnings}) == expected["warnings"]
 
 
+def _numbers(text: str) -> list[float]:
+    return [float(m) for m in re.findall(r"(?<![\w.])[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?", text)]
+
+
+def line_holds(line: str, value) -> bool:
+    """The cited line really holds the value: a number written in any spelling (5e-7, 5.0e-7),
+    a string or every item of a list written out, a boolean as true/false."""
+    if isinstance(value, bool):
+        return str(value).lower() in line.lower()
+    if isinstance(value, int | float):
+        return any(math.isclose(n, value, rel_tol=1e-9) for n in _numbers(line))
+    if isinstance(value, str):
+        # a reward "file.py:fn" cites the line that names the file, or the def line
+        return value in line or any(part in line for part in value.rsplit(":", 1) if part)
+    if isinstance(value, list):
+        return all(line_holds(line, item) for item in value)
+    if isinstance(value, dict):  # lora: the rank (or the first part given) is on the cited line
+        return any(line_holds(line, v) for v in value.values() if v is not None)
+    return False
+
+
 @pytest.mark.parametrize("case_path", CASES, ids=lambda p: f"{p.parent.parent.name}/{p.parent.name}")
-def test_fixture_sources_point_at_real_lines(case_path: Path):
-    """Every reported source is `file:line` inside a file that was given, on a non-empty line."""
+def test_fixture_sources_cite_the_line_that_holds_the_value(case_path: Path):
+    """Every reported source is `file:line` inside a file of the case, and that line contains the
+    value (computed values, listed in the case's "computed", cite the line that computes them)."""
     source, configs, _ = load_case(case_path)
+    computed = json.loads(case_path.read_text()).get("computed", [])
     plan = analyze(source, configs)
     for key in SETTING_KEYS:
         setting = getattr(plan.settings, key)
@@ -65,7 +91,13 @@ def test_fixture_sources_point_at_real_lines(case_path: Path):
             continue
         path, line = setting.source.rsplit(":", 1)
         lines = (source.parent / path).read_text().splitlines()
-        assert 1 <= int(line) <= len(lines) and lines[int(line) - 1].strip(), (key, setting.source)
+        assert 1 <= int(line) <= len(lines), (key, setting.source)
+        text = lines[int(line) - 1]
+        value = setting.value.model_dump(exclude_none=True) if key == "lora" else setting.value
+        if key in computed:
+            assert text.strip(), (key, setting.source)
+        else:
+            assert line_holds(text, value), f"{key}={value!r} cites {setting.source}: {text.strip()!r}"
 
 
 def test_framework_defaults_are_marked_and_never_read():

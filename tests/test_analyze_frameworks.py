@@ -209,10 +209,12 @@ def test_openrlhf_entry_points(tmp_path, entry, flags, algorithm, warn):
 def test_openrlhf_legacy_lora_flags(tmp_path):
     plan = plan_of(tmp_path, "run.sh", "deepspeed --module openrlhf.cli.train_sft --pretrain m/a --lora_rank 16\n")
     assert plan.settings.lora.value.rank == 16 and plan.mint.lora_rank == 16
-    # No rate in the inputs: OpenRLHF's SFT default, kept as is because the source already trains LoRA.
+    # No rate in the inputs: OpenRLHF's SFT default, kept because the source already trains LoRA, but raised
+    # to the low end of MinT's LoRA range: 5e-6 is a full fine-tune's range, which the linter flags (MINT023).
     assert plan.settings.learning_rate is None
     assert plan.framework_defaults["learning_rate"].value == 5e-6
-    assert plan.mint.learning_rate == 5e-6 and "already trains LoRA" in plan.mint.learning_rate_reason
+    assert plan.mint.learning_rate == 1e-5 and "already trains LoRA" in plan.mint.learning_rate_reason
+    assert "MINT023" in plan.mint.learning_rate_reason
 
 
 def test_tinker_reverse_kl_is_distillation_and_cookbook_modules_vote(tmp_path):
@@ -254,3 +256,25 @@ def test_launch_of_a_script_that_was_not_given_reads_its_trl_flags_and_says_so(t
     assert plan.framework == "trl" and "SCRIPT_NOT_GIVEN" in codes(plan)
     assert plan.settings.learning_rate.source == "run.sh:2"
     assert plan.mint.batch_size == 16  # 2 per device x 1 accumulation (TRL default) x 8 processes
+
+
+FIXTURES = Path(__file__).parent / "fixtures" / "migrate"
+
+
+def test_a_recipe_as_the_main_input_with_its_script_as_companion_reads_the_same_values():
+    case = FIXTURES / "trl" / "recipe_by_position"
+    recipe = case / "recipes" / "qwen3" / "sft" / "config_full.yaml"
+    plan = analyze(recipe, [case / "scripts" / "run_sft.py"])
+    assert (plan.framework, plan.algorithm) == ("trl", "sft")
+    assert plan.settings.learning_rate.value == 4e-5 and plan.settings.learning_rate.source == "config_full.yaml:16"
+    assert plan.settings.base_model.value == "Qwen/Qwen3-4B-Base"
+
+
+def test_hydra_group_chosen_on_the_command_line_gives_its_own_values(tmp_path):
+    import shutil
+
+    shutil.copytree(FIXTURES / "pytorch" / "hydra_loss_group", tmp_path / "repo")
+    (tmp_path / "repo" / "run.sh").write_text("python train.py loss=dpo\n")
+    plan = analyze(tmp_path / "repo" / "run.sh", [])
+    assert plan.settings.beta.value == 0.5 and plan.settings.beta.source == "config/loss/dpo.yaml:2"
+    assert plan.settings.num_epochs.source == "config/config.yaml:16"

@@ -7,10 +7,11 @@ import pytest
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from mcp_server.analyze.evidence import Level, Loc, Value
-from mcp_server.analyze.lines import node_lines
-from mcp_server.analyze.pysource import PySource
+from mcp_server.analyze.pyvalues import PySource
+from mcp_server.analyze.usage import usage_commands
 from mcp_server.analyze.yamlconf import YamlConfig
 from mcp_server.errors import MintMigrateError
+from mcp_server.pylines import node_lines
 
 
 def src(text: str) -> PySource:
@@ -165,7 +166,7 @@ def test_docstring_usage_commands_carry_example_level():
         """
         '''
     )
-    [cmd] = s.docstring_commands()
+    [cmd] = usage_commands(s)
     assert {a.name: (a.value.value, a.value.loc.line, a.value.level) for a in cmd.args} == {
         "lr": (5e-5, 3, Level.EXAMPLE),
         "epochs": (2, 4, Level.EXAMPLE),
@@ -179,7 +180,7 @@ def test_syntax_errors_name_file_line_and_column():
 
 def test_start_lines_match_libcst_position_provider():
     """lines.py computes start lines in one cheap pass; they must equal PositionProvider's."""
-    import mcp_server.analyze.pysource as module
+    import mcp_server.analyze.pyvalues as module
 
     code = open(module.__file__, encoding="utf-8").read()
     tree = cst.parse_module(code)
@@ -187,3 +188,28 @@ def test_start_lines_match_libcst_position_provider():
     positions = MetadataWrapper(tree, unsafe_skip_copy=True).resolve(PositionProvider)
     assert len(mine) > 1000
     assert all(positions[node].start.line == line for node, line in mine.items())
+
+
+def test_a_dataset_given_as_a_list_is_the_dataset_not_a_crash(tmp_path):
+    """Hypothesis found `load_dataset([...])` raising TypeError (a list is not hashable) while the
+    analyzer checked for a file-format builder name."""
+    from mcp_server.analyze import analyze
+
+    script = tmp_path / "train.py"
+    script.write_text(textwrap.dedent("""\
+        import torch
+        from datasets import load_dataset
+        from transformers import AutoModelForCausalLM
+
+        model = AutoModelForCausalLM.from_pretrained("gpt2")
+        data = load_dataset(["a.jsonl", "b.jsonl"])
+        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+        for batch in data:
+            loss = model(**batch).loss
+            loss.backward()
+            optimizer.step()
+        """))
+    plan = analyze(script, [])
+    assert plan.settings.dataset is not None
+    assert plan.settings.dataset.value == ["a.jsonl", "b.jsonl"]
+    assert plan.settings.dataset.source == "train.py:6"

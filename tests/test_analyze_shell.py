@@ -2,7 +2,7 @@
 
 import pytest
 
-from mcp_server.analyze.evidence import Level, Loc
+from mcp_server.analyze.evidence import Level, Loc, Value
 from mcp_server.analyze.shell import ShellScript, commands_in_text
 from mcp_server.errors import MintMigrateError
 
@@ -130,11 +130,11 @@ def test_trl_cli_subcommand():
     assert args_of(cmd)["num_generations"] == 4
 
 
-def test_comments_heredocs_redirections_and_control_flow_are_skipped():
+def test_comments_redirections_and_control_flow_are_skipped():
     script = ShellScript(
         "#!/bin/bash\n"
         "set -x  # trace\n"
-        "read -r -d '' CMD <<EOF\n"
+        "cat <<EOF > notes.txt\n"
         "python fake.py --lr 9\n"
         "EOF\n"
         "if [[ $1 != x ]]; then\n"
@@ -145,6 +145,65 @@ def test_comments_heredocs_redirections_and_control_flow_are_skipped():
     )
     assert [c.script for c in script.commands] == ["real.py"]
     assert args_of(script.commands[0]) == {"lr": 1}
+
+
+def test_a_heredoc_read_into_a_variable_is_split_into_words_with_their_own_lines():
+    script = ShellScript(
+        "read -r -d '' CMD <<EOF\n"  # 1
+        "openrlhf.cli.train_dpo \\\n"  # 2
+        "   --pretrain $MODEL_DIR/base \\\n"  # 3
+        "   --beta 0.1 \\\n"  # 4
+        "   --learning_rate 5e-7\n"  # 5
+        "EOF\n"
+        'if [[ "$1" != "slurm" ]]; then\n'
+        "    deepspeed --module $CMD\n"
+        "fi\n",
+        "run.sh",
+    )
+    [cmd] = script.commands
+    assert cmd.module == "openrlhf.cli.train_dpo"
+    by_name = {a.name: a for a in cmd.args}
+    assert by_name["beta"].value == Value(0.1, Loc("run.sh", 4), Level.COMMAND)
+    assert by_name["learning_rate"].value.loc == Loc("run.sh", 5)
+    assert by_name["pretrain"].value is None and by_name["pretrain"].raw == "$MODEL_DIR/base"
+
+
+def test_unquoted_expansion_splits_quoted_does_not():
+    _, cmd = only_command('FLAGS="--lr 2e-5 --epochs 3"\nNAME="my run"\npython t.py $FLAGS --name "$NAME"\n')
+    assert args_of(cmd) == {"lr": 2e-5, "epochs": 3, "name": "my run"}
+    assert {a.name: a.value.loc.line for a in cmd.args} == {"lr": 1, "epochs": 1, "name": 2}
+
+
+def test_exit_guards_positional_defaults_and_functions():
+    script = ShellScript(
+        'if [ "$#" -lt 2 ]; then\n'
+        '    echo "usage: $0 <gpus> <out>"\n'
+        "    exit 1\n"
+        "fi\n"
+        "[ -n \"$DEBUG\" ] && exit 0\n"
+        "GPUS=${1:-8}\n"
+        "OUT=$2\n"
+        "shift 2\n"
+        "launch() {\n"
+        "    torchrun --nproc_per_node=$GPUS -m verl.trainer.fsdp_sft_trainer optim.lr=$1 trainer.out=$OUT $@\n"
+        "}\n"
+        "launch 1e-5\n"
+        "exit 0\n"
+        "python never.py --lr 3\n",
+        "run.sh",
+    )
+    [cmd] = script.commands
+    assert cmd.module == "verl.trainer.fsdp_sft_trainer" and cmd.world_size.value == 8
+    assert cmd.world_size.loc == Loc("run.sh", 6)  # the default written in ${1:-8}
+    args = {a.name: a for a in cmd.args}
+    assert args["optim.lr"].value == Value(1e-5, Loc("run.sh", 12), Level.COMMAND)  # the call's argument
+    assert args["trainer.out"].value is None and args["trainer.out"].raw == "$2"
+
+
+def test_braced_and_bare_variables_are_kept_as_written_when_unresolved():
+    _, cmd = only_command("python -m verl.trainer.main_ppo data.a=${HOME}/x data.b=$HOME/y\n")
+    raws = {a.name: a.raw for a in cmd.args}
+    assert raws == {"data.a": "${HOME}/x", "data.b": "$HOME/y"}
 
 
 def test_flags_cut_off_by_a_comment_line_are_reported():
@@ -169,3 +228,18 @@ def test_usage_commands_in_prose_are_found_and_prose_is_ignored():
     [cmd] = commands_in_text(text, "sft.py", 10)
     lr = cmd.args[0].value
     assert lr.value == 2e-5 and lr.loc == Loc("sft.py", 13) and lr.level == Level.EXAMPLE
+
+
+def test_an_inline_bash_c_script_is_run_with_its_own_lines():
+    script = ShellScript(
+        "BETA=$1\n"
+        'srun --nodes=1 bash -c "\n'
+        "export MODEL=Qwen/Qwen3-8B\n"
+        "accelerate launch train.py loss=dpo ++model.name_or_path=\\$MODEL ++loss.beta=${BETA}\n"
+        '"\n',
+        "run.sh",
+    )
+    [cmd] = script.commands
+    args = {a.name: a for a in cmd.args}
+    assert args["model.name_or_path"].value == Value("Qwen/Qwen3-8B", Loc("run.sh", 3), Level.COMMAND)
+    assert args["loss.beta"].value is None and args["loss.beta"].raw == "$1"  # the outer shell expanded ${BETA}

@@ -67,6 +67,41 @@ def test_a_concept_may_be_a_flag_of_the_source_framework():
         assert json.loads(done.stdout)["concepts"][0]["id"] == "pretrain"
 
 
+def test_json_works_anywhere_in_the_argv():
+    for args in (["map", "openrlhf", "--", "--pretrain", "--json"], ["--json", "map", "verl", "rollout.n"]):
+        done = run(*args)
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout)["concepts"]
+    done = run("serve", "--json")
+    assert done.returncode == 2 and "no --json" in json.loads(done.stdout)["error"]
+
+
+def test_usage_errors_under_json_are_one_json_document():
+    done = run("scaffold", "ppo-with-critic", "--json")
+    assert done.returncode == 2
+    error = json.loads(done.stdout)  # one document, nothing else on stdout
+    assert "invalid choice" in error["error"] and "usage:" in error["usage"]
+    assert "--help" in done.stderr
+    done = run("lint", "--json")
+    assert done.returncode == 2 and "required" in json.loads(done.stdout)["error"]
+
+
+def test_unknown_concept_tells_a_cli_user_what_to_run():
+    done = run("map", "verl", "PPOTrainr")
+    assert done.returncode == 2
+    assert "mint-migrate map verl" in done.stderr and "Closest match" in done.stderr
+
+
+def test_lint_of_a_file_that_does_not_parse_says_not_linted(tmp_path):
+    broken = tmp_path / "broken.py"
+    broken.write_text("def train(:\n    pass\n")
+    done = run("lint", str(broken))
+    assert done.returncode == 2
+    assert "not linted" in done.stdout and "error(s)" not in done.stdout
+    done = run("lint", str(broken), "--json")
+    assert done.returncode == 2 and json.loads(done.stdout)["parse_error"]
+
+
 def test_output_cut_short_by_a_closed_pipe_is_quiet():
     # `true` exits before the CLI has started, so every write of the CLI meets a closed pipe.
     done = subprocess.run(f"'{CLI}' map verl --json | true", shell=True, capture_output=True, text=True, timeout=120)

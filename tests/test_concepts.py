@@ -13,12 +13,13 @@ from pydantic import ValidationError
 
 from mcp_server import concepts
 from mcp_server.concepts import ConceptTable, frameworks, map_concept, resolve_framework
+from mcp_server.frameworks import FRAMEWORK_NAMES
 from mcp_server.errors import UnknownName
 
 ROOT = Path(__file__).resolve().parent.parent
 CONCEPT_FILES = sorted((ROOT / "mcp_server" / "concepts").glob("*.yaml"))
 CLI = str(Path(sys.executable).parent / "mint-migrate")
-FRAMEWORKS = ["openrlhf", "pytorch", "tinker", "torchforge", "trl", "verl"]
+FRAMEWORKS = sorted(FRAMEWORK_NAMES)  # every registered framework has a concept map
 
 
 def test_all_six_frameworks_have_a_map():
@@ -103,10 +104,33 @@ LOOKUPS = [
     ("torchforge", "Policy", "generator"),
     ("torchforge", "TitanTrainer", "trainer"),
     ("torchforge", "ReferenceModel", "reference_model"),
-    ("torchforge", "SimpleGRPOLoss", "grpo_loss"),
+    ("torchforge", "SimpleGRPOLoss", "simple_grpo_loss"),
     ("torchforge", "policy.sampling_params.n", "sampling_keys"),
     ("torchforge", "trainer.optimizer.lr", "trainer_keys"),
     ("torchforge", "ReplayBuffer", "replay_buffer"),
+    # the SFT app is not the GRPO loop; ReinforceLoss keeps its clamp (cispo); newer loss classes resolve
+    ("torchforge", "apps.sft.main", "sft_app"),
+    ("torchforge", "ForgeSFTRecipe", "sft_app"),
+    ("torchforge", "apps.grpo.main", "grpo_app"),
+    ("torchforge", "ReinforceLoss", "reinforce_loss"),
+    ("torchforge", "DAPOLoss", "policy_loss_variants"),
+    ("torchforge", "GSPOLoss", "policy_loss_variants"),
+    ("torchforge", "SAPOLoss", "policy_loss_variants"),
+    ("torchforge", "CISPOLoss", "policy_loss_variants"),
+    ("torchforge", "dapo", "policy_loss_variants"),
+    ("torchforge", "entropy_coef", "entropy"),
+    ("verl", "PPOTrainer", "ppo_trainer_entrypoint"),
+    ("verl", "fsdp", "workers"),
+    ("verl", "megatron", "workers"),
+    ("verl", "actor_rollout_ref.actor.strategy=fsdp2", "workers"),
+    ("verl", "entropy_coef", "policy_loss"),
+    ("verl", "sapo", "policy_loss"),
+    ("verl", "dapo", "dapo_recipe"),
+    ("verl", "algorithm.filter_groups.enable=True", "dapo_recipe"),
+    ("verl", "reward_model.overlong_buffer.len", "dapo_recipe"),
+    ("trl", "dapo", "grpo_config"),
+    ("trl", "sapo", "grpo_config"),
+    ("openrlhf", "entropy_coef", "clipping"),
     ("tinker", "import tinker", "import_bridge"),
     ("tinker", "import mint as tinker", "import_bridge"),
     ("tinker", "create_training_client_from_state_with_optimizer", "resume_from_state"),
@@ -236,3 +260,11 @@ def test_openrlhf_table_covers_both_flag_styles():
     dotted = " ".join(r[1] for r in rows)
     assert "`--pretrain`" in legacy and "`--model.model_name_or_path`" in dotted
     assert "`--actor_learning_rate`" in legacy and "`--actor.adam.lr`" in dotted
+
+
+def test_torchforge_reinforce_loss_keeps_its_clamp():
+    """ReinforceLoss clamps a detached importance weight: cispo with the same bounds, not unclipped IS."""
+    [concept] = map_concept("torchforge", "ReinforceLoss").concepts
+    assert 'loss_fn="cispo"' in concept.after and '"clip_high_threshold": 10.0' in concept.after
+    [variants] = map_concept("torchforge", "DAPOLoss").concepts
+    assert 'loss_fn="ppo"' in variants.after

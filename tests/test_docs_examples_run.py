@@ -51,7 +51,8 @@ def ns():
     yield namespace
     import mint
 
-    for value in namespace.values():
+    held = [v for value in namespace.values() for v in getattr(value, "__dict__", {}).values()]
+    for value in [*namespace.values(), *held]:  # also the clients an object holds (section 9's holder)
         if isinstance(value, mint.ServiceClient):
             value.holder.close()
 
@@ -139,6 +140,12 @@ def test_cheatsheet_blocks_run_against_mint_local(docs_env, capsys, ns):
     groups = asyncio.run(ns["sample_groups"](ns["sampler"], [ns["prompt"]], ns["params"], 2))
     assert len(groups) == 1 and len(groups[0].sequences) == 2
     assert ns["preflight"](ns["service_client"])  # the preflight helper lists the served models
+    # .future() gives the concurrent Future underneath a training call; both finished.
+    assert not ns["pending"] and ns["fb"].result().metrics["loss:sum"] > 0
+    # The session holder rebuilt its clients from the saved state and trained on the new ones.
+    holder = ns["holder"]
+    assert holder.state_path.startswith("tinker://") and ns["loss_sum"] > 0
+    assert holder.training_client is not None and holder.sampler is not None
 
 
 def test_skill_blocks_run_against_mint_local(docs_env, ns):

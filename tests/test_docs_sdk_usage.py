@@ -46,10 +46,11 @@ import mint
 import mint.mint
 import tinker
 from tinker._client import AsyncTinker
+from tinker.lib.public_interfaces.api_future import AwaitableConcurrentFuture
 from tinker.lib.public_interfaces.rest_client import RestClient
 
 ROOT = Path(__file__).resolve().parent.parent
-MARKDOWN_DOCS = ["SKILL.md", "mint_api_cheatsheet.md", "commands/mint-migrate.md"]
+MARKDOWN_DOCS = ["SKILL.md", "mint_api_cheatsheet.md", "commands/migrate.md"]
 CONCEPTS_DIR = ROOT / "mcp_server" / "concepts"
 SCAFFOLDS_DIR = ROOT / "scaffolds"
 
@@ -113,6 +114,38 @@ FORWARDED_KWARGS = {
 }
 
 FUTURES = (tinker.APIFuture, concurrent.futures.Future)
+
+
+def _runtime_future(fn: object, depth: int = 0) -> type | None:
+    """The class of the future a call really returns, where the annotation says only APIFuture.
+
+    In tinker 0.22.0 a training call ends in `return self.holder.run_coroutine_threadsafe(...)`,
+    which returns an AwaitableConcurrentFuture (it has `.future()`, the concurrent Future
+    underneath); its `_async` twin ends in `return self.<call>(...)`. Read from the SDK's source,
+    so a call that returns something else (forward_backward_custom: `.result()` of one) keeps the
+    annotation's APIFuture.
+    """
+    fn = inspect.unwrap(getattr(fn, "__func__", fn))
+    owner = _module_of(fn).get(getattr(fn, "__qualname__", "").split(".")[0])
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    except (OSError, TypeError, SyntaxError):
+        return None
+    last = tree.body[0].body[-1] if tree.body and hasattr(tree.body[0], "body") else None
+    if not (isinstance(last, ast.Return) and isinstance(last.value, ast.Call)):
+        return None
+    func = last.value.func
+    if ast.unparse(func) == "self.holder.run_coroutine_threadsafe":
+        return AwaitableConcurrentFuture
+    if (
+        depth == 0
+        and inspect.isclass(owner)
+        and isinstance(func, ast.Attribute)
+        and isinstance(func.value, ast.Name)
+        and func.value.id == "self"
+    ):
+        return _runtime_future(getattr(owner, func.attr, None), depth + 1)
+    return None
 
 
 def _is_checked_class(cls: object) -> bool:
@@ -591,6 +624,9 @@ class Checker:
                 if name == "result_async":
                     return Ty("coroutine", None, (inner,))
                 return inner
+            if issubclass(func_ty.owner, AwaitableConcurrentFuture) and name == "future":
+                self.check_binding(node, fn, f"{func_ty.owner.__name__}.future(...)", drop_first=True)
+                return Ty("instance", concurrent.futures.Future, func_ty.args)
             self.check_binding(node, fn, f"{func_ty.owner.__name__}.{name}(...)", drop_first=True)
             return self.return_ty(fn)
         if func_ty.kind == "function":
@@ -606,6 +642,10 @@ class Checker:
         except (TypeError, ValueError):
             return NONE
         ty = ty_from_annotation(ret, _module_of(fn))
+        if ty is not None and ty.kind == "instance" and ty.obj is tinker.APIFuture:
+            real = _runtime_future(fn)
+            if real is not None:
+                ty = Ty("instance", real, ty.args)
         if inspect.iscoroutinefunction(inspect.unwrap(getattr(fn, "__func__", fn))):
             return Ty("coroutine", None, (ty,))
         return ty
@@ -829,7 +869,19 @@ BAD_SNIPPETS = {
     "single await of a training call": (
         "async def main():\n    out = await training_client.forward_backward_async(data, 'cross_entropy')\n"
         "    print(out.metrics)\n",
-        "APIFuture has no attribute 'metrics'",
+        "Future has no attribute 'metrics'",
+    ),
+    "0.38 future.coroutine()": (
+        "fut = training_client.forward_backward(data, 'cross_entropy')\nfut.coroutine()\n",
+        "no attribute 'coroutine'",
+    ),
+    "metrics on the concurrent future": (
+        "fut = training_client.optim_step(types.AdamParams()).future()\nprint(fut.metrics)\n",
+        "Future has no attribute 'metrics'",
+    ),
+    "future() of forward_backward_custom": (
+        "fut = training_client.forward_backward_custom(data, my_loss)\nfut.future()\n",
+        "APIFuture has no attribute 'future'",
     ),
     "0.38 await on a blocking factory": (
         "async def main():\n    tc = await service_client.create_lora_training_client(base_model='m')\n",
@@ -912,10 +964,13 @@ tc2.load_state_with_optimizer(path).result()
 rest_client = service_client.create_rest_client()
 url = rest_client.get_checkpoint_archive_url_from_tinker_path(path).result().url
 
+concurrent_fb = tc.forward_backward([datum], loss_fn="cross_entropy").future()
+print(concurrent_fb.result().metrics, concurrent_fb.done())
+
 async def main():
     fut = await tc.forward_backward_async([datum], "cross_entropy")
     res = await fut
-    print(res.metrics)
+    print(res.metrics, fut.future().result().metrics)
     resp = await sampler.sample_async(prompt=datum.model_input, num_samples=1,
                                       sampling_params=types.SamplingParams(max_tokens=4))
     print(resp.sequences[0].tokens)

@@ -8,6 +8,7 @@ the documented way, `python train.py --dry-run`, in its own process.
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -16,7 +17,7 @@ import libcst
 import pytest
 from mcp import Client
 
-from mcp_server.analyze import migrate
+from mcp_server.migrate import migrate
 from mcp_server.errors import OutsideWorkspace, WouldOverwrite
 from mcp_server.server import create_server
 
@@ -71,8 +72,10 @@ def test_without_output_dir_nothing_is_written(tmp_path):
 def test_output_dir_gets_train_py_and_report_and_refuses_to_overwrite(tmp_path):
     result = migrate(SFT_CASE / "sft_capybara.py", [], output_dir="out", workspace=tmp_path, overwrite=False)
     train, report = tmp_path / "out" / "train.py", tmp_path / "out" / "MIGRATION.md"
-    assert result.plan.files_written == [str(train), str(report)]
+    prepare = tmp_path / "out" / "prepare_data.py"  # the data step: trl-lib/Capybara -> train.jsonl
+    assert result.plan.files_written == [str(train), str(prepare), str(report)]
     assert train.read_text() == result.train_py and report.read_text() == result.report
+    assert prepare.read_text() == result.companions["prepare_data.py"] and '"trl-lib/Capybara"' in prepare.read_text()
     # The chosen values are the script's defaults.
     assert 'BASE_MODEL = "Qwen/Qwen2.5-1.5B-Instruct"' in result.train_py
     assert "LORA_RANK = 32" in result.train_py
@@ -211,6 +214,14 @@ print(json.dumps(results))
 
 
 @pytest.mark.slow
+def documented_dry_run(report: Path) -> list[str]:
+    """The arguments MIGRATION.md's "Run it" gives `python train.py --dry-run`: they must work as printed."""
+    [line] = [x for x in report.read_text().splitlines() if x.startswith("python train.py --dry-run")]
+    argv = shlex.split(line.split("#", 1)[0])
+    assert argv[:3] == ["python", "train.py", "--dry-run"], line
+    return argv[3:]
+
+
 def test_every_generated_train_py_parses_and_passes_dry_run(tmp_path):
     scripts = []
     for name, source, configs in all_inputs():
@@ -218,10 +229,7 @@ def test_every_generated_train_py_parses_and_passes_dry_run(tmp_path):
         path = tmp_path / name / "train.py"
         libcst.parse_module(path.read_text())
         assert result.plan.mint.kind in ("sft", "grpo", "dpo", "distill")
-        extra = (
-            ["--teacher-path", "tinker://teacher/sampler_weights/final"] if result.plan.mint.kind == "distill" else []
-        )
-        scripts.append((str(path), extra))
+        scripts.append((str(path), documented_dry_run(tmp_path / name / "MIGRATION.md")))
     assert len(scripts) >= 25
     done = subprocess.run(
         [sys.executable, "-c", DRIVER, json.dumps(scripts)],

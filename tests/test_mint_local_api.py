@@ -19,23 +19,7 @@ import pytest
 import torch
 
 from mint_local.launcher import LocalServer, LocalServerError
-from mint_local.testing import TEST_API_KEY, TEXT, ce_datum, checkpoint_dir, logprobs_of, reference_model
-
-
-@pytest.fixture(scope="module")
-def sc(mint_local_server):
-    return mint.ServiceClient(base_url=mint_local_server.base_url, api_key=TEST_API_KEY)
-
-
-@pytest.fixture(scope="module")
-def http(mint_local_server):
-    with httpx.Client(base_url=mint_local_server.base_url, headers={"X-API-Key": TEST_API_KEY}, timeout=60) as client:
-        yield client
-
-
-@pytest.fixture(scope="module")
-def tokens(sc, mint_local_server):
-    return sc.create_lora_training_client(base_model=mint_local_server.model_name, rank=2).get_tokenizer().encode(TEXT)
+from mint_local.testing import TEST_API_KEY, ce_datum, checkpoint_dir, logprobs_of, reference_model
 
 
 def new_client(sc, server, rank=4, seed=0, **kwargs):
@@ -336,8 +320,10 @@ def test_concurrent_clients_do_not_interfere(mint_local_server, tokens):
 # --- REST: runs, checkpoints, sessions ---------------------------------------------------------
 
 
-def test_rest_client_runs_checkpoints_and_archive(sc, mint_local_server, tokens):
+def test_rest_client_runs_checkpoints_and_archive(sc, mint_local_server, tokens, tmp_path):
     tc = new_client(sc, mint_local_server, rank=3, train_mlp=False)
+    tc.forward_backward([ce_datum(tokens)], "cross_entropy").result()
+    tc.optim_step(mint.AdamParams(learning_rate=5e-2)).result()
     state = tc.save_state("rest-state").result().path
     sampler = tc.save_weights_for_sampler("rest-sampler").result().path
     rest = sc.create_rest_client()
@@ -357,22 +343,27 @@ def test_rest_client_runs_checkpoints_and_archive(sc, mint_local_server, tokens)
         True,
     )
 
-    # tinker 0.22.0's get_checkpoint_archive_url cannot read a 302 (it raises TypeError client-side),
-    # so fetch the archive over plain HTTP: GET .../archive redirects to a .tar.gz download.
-    run_id, checkpoint_id = state.removeprefix("tinker://").split("/", 1)
-    archive = httpx.get(
-        f"{mint_local_server.base_url}/api/v1/training_runs/{run_id}/checkpoints/{checkpoint_id}/archive",
-        follow_redirects=True,
-        timeout=30,
-    )
-    assert archive.status_code == 200 and archive.headers["content-type"] == "application/gzip"
-    with tarfile.open(fileobj=io.BytesIO(archive.content), mode="r:gz") as tar:
+    # The SDK's own archive call: mint-local answers 302 and tells the SDK (client config) to
+    # use httpx's transport, which hands the redirect back instead of following it.
+    archive = rest.get_checkpoint_archive_url_from_tinker_path(state).result()
+    assert archive.url.endswith(".tar.gz") and archive.expires is not None
+    download = httpx.get(archive.url, timeout=30)
+    assert download.status_code == 200 and download.headers["content-type"] == "application/gzip"
+    with tarfile.open(fileobj=io.BytesIO(download.content), mode="r:gz") as tar:
         names = set(tar.getnames())
-    assert {
-        "rest-state/adapter_model.safetensors",
-        "rest-state/adapter_config.json",
-        "rest-state/optimizer.pt",
-    } <= names
+        tar.extractall(tmp_path / "adapter", filter="data")
+    assert {"adapter_model.safetensors", "adapter_config.json", "optimizer.pt"} <= names
+    # Unpacked, it is a PEFT adapter folder: peft loads it onto the base model and scores the
+    # text as the server does.
+    from peft import PeftModel
+
+    info = tc.get_info()
+    model = PeftModel.from_pretrained(reference_model.__wrapped__(info.model_data.tokenizer_id), str(tmp_path / "adapter"))
+    with torch.no_grad():
+        logits = model(input_ids=torch.tensor([tokens[:-1]])).logits[0].double()
+    peft_logprobs = torch.log_softmax(logits, -1).gather(-1, torch.tensor(tokens[1:])[:, None]).squeeze(-1)
+    served = logprobs_of(tc.forward([ce_datum(tokens)], "cross_entropy").result())
+    assert torch.allclose(peft_logprobs, served, atol=1e-5)
 
     rest.delete_checkpoint_from_tinker_path(sampler).result()
     assert [c.tinker_path for c in rest.list_checkpoints(tc.model_id).result().checkpoints] == [state]

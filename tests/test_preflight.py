@@ -114,7 +114,7 @@ def test_all_ok_against_mint_local(mint_env, tmp_path, capsys):
     code, out = run_cli(["preflight", str(script), "--json"], capsys)
     assert code == 0 and json.loads(out)["ok"] is True
     code, out = run_cli(["preflight", str(script)], capsys)
-    assert code == 0 and out.rstrip().endswith("preflight passed")
+    assert code == 0 and out.rstrip().endswith("preflight (remote) passed")
 
 
 @pytest.mark.slow
@@ -157,7 +157,7 @@ def test_closed_port_fails_fast_and_clearly(clean_env, tmp_path, capsys):
     assert by_name(report)["endpoint-capabilities"].status == "warn"
     assert not report.ok
     code, out = run_cli(["preflight"], capsys)
-    assert code == 1 and "[FAIL] endpoint-health" in out and "preflight FAILED" in out
+    assert code == 1 and "[FAIL] endpoint-health" in out and "preflight (remote) FAILED" in out
     assert SECRET not in out
 
 
@@ -174,6 +174,45 @@ def test_no_env_vars(clean_env, capsys):
     assert "TINKER_API_KEY is set" in by_name(report)["MINT_API_KEY"].message
     code, out = run_cli(["preflight", "--json"], capsys)
     assert code == 1 and SECRET not in out
+
+
+LOCAL_CHECKS = ["python", "mindlab-toolkit", "tinker", "sk-key-bug", "tinker-cookbook", "mint-local"]
+
+
+def test_local_target_needs_no_key_or_endpoint(clean_env, tmp_path, capsys):
+    """A smoke run on mint-local needs no MINT_API_KEY / MINT_BASE_URL: preflight --target local passes without."""
+    script = write_script(tmp_path, "Qwen/Qwen3-8B")  # mint-local serves its own model in its place
+    report = run_preflight(script, target="local")
+    assert [c.name for c in report.checks] == LOCAL_CHECKS + ["lint"]
+    assert report.ok and report.target == "local"
+    assert by_name(report)["mint-local"].status == "ok"
+    code, out = run_cli(["preflight", str(script), "--target", "local"], capsys)
+    assert code == 0 and out.rstrip().endswith("preflight (local) passed")
+    assert "[FAIL]" not in out and "[WARN]" not in out
+    # the same environment is not ready for MinT itself
+    code, out = run_cli(["preflight", str(script), "--target", "remote"], capsys)
+    assert code == 1 and "[FAIL] MINT_API_KEY" in out
+
+
+def test_local_target_fails_when_mint_local_cannot_start(clean_env, monkeypatch):
+    import mcp_server.preflight as preflight
+
+    monkeypatch.setattr(preflight, "MINT_LOCAL_MODULES", ("torch", "no_such_backend_package"))
+    report = run_preflight(target="local")
+    check = by_name(report)["mint-local"]
+    assert check.status == "fail" and "no_such_backend_package" in check.message
+    assert "mint-migrate[local" in check.fix and "torch==2.13.0" in check.fix
+    assert not report.ok
+
+
+@pytest.mark.anyio
+async def test_mcp_preflight_tool_takes_the_target(clean_env, tmp_path):
+    write_script(tmp_path, "Qwen/Qwen3-8B")
+    async with Client(create_server(tmp_path), raise_exceptions=True) as client:
+        local = await client.call_tool("preflight_check", {"script_path": "train.py", "target": "local"})
+        remote = await client.call_tool("preflight_check", {"script_path": "train.py"})
+    assert local.structured_content["ok"] is True and local.structured_content["target"] == "local"
+    assert remote.structured_content["ok"] is False and remote.structured_content["target"] == "remote"
 
 
 def test_key_is_never_shown(clean_env, tmp_path, capsys):

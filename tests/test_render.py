@@ -23,23 +23,20 @@ from mcp_server.render import (
 VARIANTS = scaffold_variants()
 COMMON_FLAGS = [
     "--base-model", "--data", "--steps", "--smoke", "--dry-run", "--resume", "--save-every", "--log-dir",
-    "--learning-rate", "--lora-rank", "--seed",
+    "--learning-rate", "--lora-rank", "--seed", "--parity-dump",
+]  # fmt: skip
+GRPO_FLAGS = [
+    "--loss-fn", "--loss-fn-config", "--groups-per-batch", "--group-size", "--max-tokens", "--temperature",
+    "--normalize-advantages", "--reward",
+]  # fmt: skip
+THROUGHPUT_FLAGS = [
+    "--max-concurrent-requests", "--stream-minibatches-per-step", "--min-accepted-groups", "--tail-grace-seconds",
+    "--overlap",
 ]  # fmt: skip
 KIND_FLAGS = {
     "sft": ["--batch-size", "--max-length"],
-    "grpo": [
-        "--loss-fn",
-        "--loss-fn-config",
-        "--groups-per-batch",
-        "--group-size",
-        "--max-concurrent-requests",
-        "--stream-minibatches-per-step",
-        "--min-accepted-groups",
-        "--tail-grace-seconds",
-        "--overlap",
-        "--max-tokens",
-        "--temperature",
-    ],  # fmt: skip
+    "grpo": [*GRPO_FLAGS, "--minibatches", "--updates-per-batch"],
+    "grpo-throughput": [*GRPO_FLAGS, *THROUGHPUT_FLAGS],
     "dpo": ["--beta", "--batch-size", "--max-length", "--reference-path"],
     "distill": ["--teacher-path", "--batch-size", "--samples-per-prompt", "--max-tokens", "--temperature"],
 }
@@ -61,9 +58,9 @@ def function_names(source: str) -> set[str]:
     return {n.name for n in ast.walk(ast.parse(source)) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
 
 
-@pytest.mark.parametrize(("kind", "loss_fn"), VARIANTS)
-def test_every_kind_and_loss_renders_one_parseable_self_contained_script(kind, loss_fn):
-    source = render_scaffold(ScaffoldOptions(kind=kind, loss_fn=loss_fn))
+@pytest.mark.parametrize(("kind", "loss_fn", "throughput"), VARIANTS)
+def test_every_kind_and_loss_renders_one_parseable_self_contained_script(kind, loss_fn, throughput):
+    source = render_scaffold(ScaffoldOptions(kind=kind, loss_fn=loss_fn, throughput=throughput))
     libcst.parse_module(source)
     tree = ast.parse(source)
     imported = {alias.asname or alias.name for n in ast.walk(tree) if isinstance(n, ast.Import) for alias in n.names}
@@ -72,8 +69,10 @@ def test_every_kind_and_loss_renders_one_parseable_self_contained_script(kind, l
     # Self-contained: no jinja left, nothing imported from this project.
     assert "{{" not in source and "{%" not in source
     assert not any(m and m.startswith(("mcp_server", "mint_local", "scaffolds")) for m, _ in from_imports)
-    for flag in COMMON_FLAGS + KIND_FLAGS[kind]:
+    for flag in COMMON_FLAGS + KIND_FLAGS[kind + "-throughput" * throughput]:
         assert f'"{flag}"' in source, f"{kind} lacks {flag}"
+    if kind == "grpo" and not throughput:
+        assert not any(f'"{flag}"' in source for flag in THROUGHPUT_FLAGS)
     assert "def main(" in source and 'if __name__ == "__main__":' in source
     assert "METRIC" in source and "done=1" in source
     # Pinned-SDK traps stay out of every scaffold.
@@ -91,9 +90,9 @@ def test_every_kind_and_loss_renders_one_parseable_self_contained_script(kind, l
         assert constants(source)["LOSS_FN"] == loss_fn
 
 
-@pytest.mark.parametrize(("kind", "loss_fn"), VARIANTS)
-def test_rendered_scripts_use_every_name_they_import_and_keep_lines_short(kind, loss_fn):
-    source = render_scaffold(ScaffoldOptions(kind=kind, loss_fn=loss_fn))
+@pytest.mark.parametrize(("kind", "loss_fn", "throughput"), VARIANTS)
+def test_rendered_scripts_use_every_name_they_import_and_keep_lines_short(kind, loss_fn, throughput):
+    source = render_scaffold(ScaffoldOptions(kind=kind, loss_fn=loss_fn, throughput=throughput))
     tree = ast.parse(source)
     imported = set()
     for node in ast.walk(tree):
@@ -108,26 +107,42 @@ def test_rendered_scripts_use_every_name_they_import_and_keep_lines_short(kind, 
     assert not too_long, f"{kind}: lines over 120 characters: {too_long}"
 
 
-def test_rl_scaffolds_carry_the_async_helper_set_and_main_runs_the_event_loop():
+def test_default_grpo_reads_like_a_recipe_and_the_throughput_variant_keeps_the_machinery():
     grpo = render_scaffold(ScaffoldOptions(kind="grpo"))
     names = function_names(grpo)
-    for helper in (
-        "resolve_api_result_async",
-        "sample_one_async",
-        "sample_many_async",
-        "iter_sample_many_async",
-        "gather_with_limit_async",
-        "main_async",
-    ):
-        assert helper in names, helper
-    assert "class RolloutEngine" in grpo and "asyncio.Semaphore" in grpo and "asyncio.Queue" in grpo
-    assert "asyncio.run(main_async(" in grpo
-    # Sampler refreshed every step, stop= for stop tokens, zero-variance groups skipped.
+    # The recipe, top to bottom: sample groups -> reward -> centred advantages -> datums -> train -> checkpoint.
+    recipe = ["sample_groups", "score_groups", "advantages", "group_datums", "train_on", "main", "save_checkpoint"]
+    assert all(name in names for name in recipe)
+    positions = [grpo.index(f"def {name}(") for name in recipe]
+    assert positions == sorted(positions), "the core loop is not in reading order"
+    assert "asyncio" not in grpo and "class RolloutEngine" not in grpo and "sample_many_async" not in grpo
     assert "save_weights_and_get_sampling_client" in grpo and "stop=stop_tokens(tokenizer)" in grpo
     assert "has_signal" in grpo
+    lines = len(grpo.splitlines())
+    recipe_lines = grpo.index("# --- schedule") and len(grpo[: grpo.index("# --- schedule")].splitlines())
+    assert recipe_lines <= 450 and lines < 800, (recipe_lines, lines)
+
+    fast = render_scaffold(ScaffoldOptions(kind="grpo", throughput=True))
+    names = function_names(fast)
+    for helper in ("resolve_api_result_async", "sample_one_async", "iter_sample_many_async", "main_async"):
+        assert helper in names, helper
+    # Dead helpers are gone: nothing renders a function it never calls.
+    assert "sample_many_async" not in names and "gather_with_limit_async" not in names
+    assert "class RolloutEngine" in fast and "asyncio.Semaphore" in fast and "asyncio.Queue" in fast
+    assert "asyncio.run(main_async(" in fast
     distill = render_scaffold(ScaffoldOptions(kind="distill"))
     assert {"resolve_api_result_async", "sample_many_async", "main_async"} <= function_names(distill)
     assert "mintx.forward_backward_reverse_kl" in distill and "save_weights_for_sampler" in distill
+
+
+@pytest.mark.parametrize(("kind", "loss_fn", "throughput"), VARIANTS)
+def test_every_function_a_scaffold_defines_is_used(kind, loss_fn, throughput):
+    source = render_scaffold(ScaffoldOptions(kind=kind, loss_fn=loss_fn, throughput=throughput))
+    tree = ast.parse(source)
+    used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+    used |= {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+    top_level = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    assert top_level - used - {"main"} == set()
 
 
 def test_dpo_keeps_reference_logprobs_out_of_the_datum():
@@ -145,7 +160,7 @@ def test_dpo_keeps_reference_logprobs_out_of_the_datum():
 def test_sft_shifts_inputs_targets_and_weights_together():
     source = render_scaffold(ScaffoldOptions(kind="sft"))
     assert "model_input=types.ModelInput.from_ints(tokens[:-1])" in source
-    assert '"target_tokens": tokens[1:], "weights": weights[1:]' in source
+    assert '"target_tokens": tokens[1:], "weights": [w * scale for w in weights[1:]]' in source
     assert 'result.metrics["loss:sum"]' in source
 
 
@@ -222,7 +237,7 @@ def test_scaffold_writes_only_inside_the_workspace_and_never_over_a_file(tmp_pat
     with pytest.raises(OutsideWorkspace):
         scaffold(ScaffoldOptions(kind="sft"), output_path="../elsewhere.py", workspace=tmp_path, overwrite=False)
     only_source = scaffold(ScaffoldOptions(kind="grpo"), output_path=None, workspace=tmp_path, overwrite=False)
-    assert only_source.path is None and "def main_async" in only_source.source
+    assert only_source.path is None and "def sample_groups" in only_source.source
 
 
 def plan_for(kind: str, algorithm: str, **choices) -> MigrationPlan:

@@ -21,18 +21,20 @@ from mcp_server.render import ScaffoldOptions, render_scaffold, scaffold_variant
 from mcp_server.smoke import RunOutput
 
 VARIANTS = scaffold_variants()
-IDS = [f"{kind}-{loss}" if loss else kind for kind, loss in VARIANTS]
+IDS = [f"{kind}-{loss}" if loss else kind + "-throughput" * fast for kind, loss, fast in VARIANTS]
 RL_KINDS = {"grpo"}
 
 
 @functools.cache
-def rendered(kind: str, loss_fn: str | None) -> str:
-    return render_scaffold(ScaffoldOptions(kind=kind, loss_fn=loss_fn))
+def rendered(kind: str, loss_fn: str | None, throughput: bool = False) -> str:
+    return render_scaffold(ScaffoldOptions(kind=kind, loss_fn=loss_fn, throughput=throughput))
 
 
-def write_script(directory: Path, kind: str, loss_fn: str | None, source: str | None = None) -> Path:
-    path = directory / f"train_{kind}_{loss_fn or 'default'}.py"
-    path.write_text(source if source is not None else rendered(kind, loss_fn), encoding="utf-8")
+def write_script(
+    directory: Path, kind: str, loss_fn: str | None, source: str | None = None, throughput: bool = False
+) -> Path:
+    path = directory / f"train_{kind}_{loss_fn or 'default'}{'_throughput' * throughput}.py"
+    path.write_text(source if source is not None else rendered(kind, loss_fn, throughput), encoding="utf-8")
     return path
 
 
@@ -84,9 +86,9 @@ def dry_run_argv(kind: str) -> list[str]:
     return ["--dry-run"] + (["--teacher-path", "tinker://teacher/sampler_weights/final"] if kind == "distill" else [])
 
 
-@pytest.mark.parametrize(("kind", "loss_fn"), VARIANTS, ids=IDS)
-def test_dry_run_needs_no_credentials_and_no_network(kind, loss_fn, tmp_path, offline, capsys):
-    out = run_main(write_script(tmp_path, kind, loss_fn), dry_run_argv(kind), capsys)
+@pytest.mark.parametrize(("kind", "loss_fn", "throughput"), VARIANTS, ids=IDS)
+def test_dry_run_needs_no_credentials_and_no_network(kind, loss_fn, throughput, tmp_path, offline, capsys):
+    out = run_main(write_script(tmp_path, kind, loss_fn, throughput=throughput), dry_run_argv(kind), capsys)
     assert f"DRYRUN ok kind={kind} rows=4" in out
     # The default base model has no local snapshot here: the text checks still ran.
     assert "tokenizer=unavailable_offline" in out and "PROMPT " in out
@@ -123,7 +125,7 @@ def test_steps_default_comes_from_the_render_and_smoke_caps_it(tmp_path, offline
 
 def test_dry_run_rejects_bad_data_with_the_row_number(tmp_path, offline, capsys):
     data = tmp_path / "bad.jsonl"
-    data.write_text('{"question": "1+1?", "answer": "2"}\n{"question": "no answer here"}\n', encoding="utf-8")
+    data.write_text('{"prompt": "1+1?", "answer": "2"}\n{"prompt": "no answer here"}\n', encoding="utf-8")
     with pytest.raises(SystemExit, match='row 2: needs "answer"'):
         run_main(write_script(tmp_path, "grpo", None), ["--dry-run", "--data", str(data)], capsys)
     broken = tmp_path / "broken.jsonl"
@@ -134,8 +136,8 @@ def test_dry_run_rejects_bad_data_with_the_row_number(tmp_path, offline, capsys)
 
 def test_dry_run_checks_the_reward_function_on_the_reference_answers(tmp_path, offline, capsys):
     data = tmp_path / "words.jsonl"
-    data.write_text('{"question": "Spell the answer.", "answer": "forty-two"}\n', encoding="utf-8")
-    with pytest.raises(SystemExit, match="reward_fn gives the reference answer 'forty-two' no reward"):
+    data.write_text('{"prompt": "Spell the answer.", "answer": "forty-two"}\n', encoding="utf-8")
+    with pytest.raises(SystemExit, match="placeholder reward gives the reference answer 'forty-two' no reward"):
         run_main(write_script(tmp_path, "grpo", None), ["--dry-run", "--data", str(data)], capsys)
 
 
@@ -192,9 +194,9 @@ def smoke_runs(mint_local_server, tmp_path_factory):
     env = server_env(mint_local_server)
 
     def one(variant):
-        kind, loss_fn = variant
-        script = write_script(root, kind, loss_fn)
-        log_dir = root / f"log_{kind}_{loss_fn}"
+        kind, loss_fn, throughput = variant
+        script = write_script(root, kind, loss_fn, throughput=throughput)
+        log_dir = root / f"log_{kind}_{loss_fn}_{throughput}"
         args = ["--smoke", "--steps", "2", "--base-model", mint_local_server.model_name, "--log-dir", str(log_dir)]
         return variant, (*run_script(script, args, env), log_dir)
 
@@ -203,9 +205,9 @@ def smoke_runs(mint_local_server, tmp_path_factory):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("kind", "loss_fn"), VARIANTS, ids=IDS)
-def test_two_step_smoke_run_on_mint_local(kind, loss_fn, smoke_runs, mint_local_server):
-    code, log, output, log_dir = smoke_runs[(kind, loss_fn)]
+@pytest.mark.parametrize(("kind", "loss_fn", "throughput"), VARIANTS, ids=IDS)
+def test_two_step_smoke_run_on_mint_local(kind, loss_fn, throughput, smoke_runs, mint_local_server):
+    code, log, output, log_dir = smoke_runs[(kind, loss_fn, throughput)]
     assert code == 0, log[-3000:]
     assert [int(s["step"]) for s in output.steps] == [1, 2]
     losses = output.losses()
@@ -219,9 +221,11 @@ def test_two_step_smoke_run_on_mint_local(kind, loss_fn, smoke_runs, mint_local_
     if kind in RL_KINDS:
         # A real group with different rewards was trained on (no faking: counted from real samples).
         assert output.accepted_groups() >= 1 and output.trained_groups() >= 1
-        assert all(s["early_stop"] == "complete" for s in output.steps)
+        assert not throughput or all(s["early_stop"] == "complete" for s in output.steps)
+        # The built-in examples and the placeholder reward ran, and the RUN line says so.
+        assert output.run["data"] == "built-in" and output.run["reward"] == "placeholder"
         assert output.samples and isinstance(output.samples[-1]["text"], str)
-        assert f"loss_fn={loss_fn}" in log
+        assert f"loss_fn={loss_fn or 'importance_sampling'}" in log
     if kind == "distill":
         assert output.samples and "teacher=tinker://" in log
 
@@ -265,7 +269,7 @@ def test_resume_continues_at_step_3_with_the_optimizer_state(mint_local_server, 
 @pytest.mark.slow
 def test_grpo_knobs_overlap_streaming_and_tail_grace(mint_local_server, tmp_path):
     env = server_env(mint_local_server)
-    script = write_script(tmp_path, "grpo", None)
+    script = write_script(tmp_path, "grpo", None, throughput=True)
     args = [
         "--smoke", "--steps", "3", "--base-model", mint_local_server.model_name, "--log-dir", str(tmp_path / "log"),
         "--overlap", "--stream-minibatches-per-step", "2", "--min-accepted-groups", "1", "--tail-grace-seconds", "0.5",

@@ -7,7 +7,10 @@ from mcp import Client
 
 from mcp_server.server import create_server
 
-TOOLS = {"map_concept", "scaffold_train_py", "migrate_script", "lint_script", "preflight_check", "launch_smoke_run"}
+TOOLS = {
+    "map_concept", "scaffold_train_py", "migrate_script", "lint_script", "preflight_check", "launch_smoke_run",
+    "check_parity",
+}
 
 
 @pytest.fixture
@@ -27,6 +30,8 @@ async def test_lists_every_tool_with_schemas_and_annotations(client):
     assert set(tools) == TOOLS
     for tool in tools.values():
         assert tool.description and tool.output_schema, tool.name
+        # dedented: no line of the description starts with the docstring's source indentation
+        assert not any(line.startswith(" ") for line in tool.description.splitlines()), tool.description
         assert tool.annotations is not None and tool.annotations.read_only_hint is not None, tool.name
         assert tool.annotations.open_world_hint is not None, tool.name
     # Annotations must be true: tools that can write a file are not read-only, the network ones are open-world.
@@ -80,9 +85,12 @@ async def test_prompt_walks_the_workflow_for_a_framework(client):
     assert [p.name for p in prompts] == ["mint-migrate"]
     got = await client.get_prompt("mint-migrate", {"framework": "openrlhf"})
     text = got.messages[0].content.text
-    assert "map_concept(framework='openrlhf')" in text
+    assert "map_concept(framework='openrlhf', concept=...)" in text
     for tool in ("migrate_script", "lint_script", "preflight_check", "launch_smoke_run"):
         assert tool in text
+    # migrate before map; the local preflight needs no key; the paid run needs consent
+    assert text.index("migrate_script") < text.index("map_concept") < text.index("what the plan did not cover")
+    assert "preflight_check(script_path=..., target='local')" in text and "consent" in text
 
 
 @pytest.mark.anyio

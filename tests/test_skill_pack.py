@@ -1,6 +1,6 @@
 """The skill pack against the Claude Code / Agent Skills formats (research/ecosystem.md section 3).
 
-SKILL.md and commands/mint-migrate.md frontmatter, .claude-plugin/plugin.json, .mcp.json; and
+SKILL.md and commands/migrate.md frontmatter, .claude-plugin/plugin.json, .mcp.json; and
 that what the docs tell an agent to run exists: every `mint-migrate ...` command line parses with
 the real CLI parser, every MCP tool call uses the server's real tool names and parameters, every
 link resolves, and the server starts from the exact command .mcp.json registers.
@@ -24,7 +24,7 @@ from mcp_server.server import create_server
 
 ROOT = Path(__file__).resolve().parent.parent
 SKILL = ROOT / "SKILL.md"
-COMMAND = ROOT / "commands" / "mint-migrate.md"
+COMMAND = ROOT / "commands" / "migrate.md"
 PLUGIN = ROOT / ".claude-plugin" / "plugin.json"
 MCP_JSON = ROOT / ".mcp.json"
 CHEATSHEET = ROOT / "mint_api_cheatsheet.md"
@@ -43,8 +43,11 @@ PLUGIN_KEYS = {
     "keywords", "commands", "agents", "skills", "hooks", "mcpServers", "userConfig",
 }
 PLUGIN_PATH_KEYS = ("commands", "agents", "skills", "hooks", "mcpServers")
-TOOLS = ["map_concept", "migrate_script", "scaffold_train_py", "lint_script", "preflight_check", "launch_smoke_run"]
-CLI_COMMANDS = ["map", "migrate", "scaffold", "lint", "preflight", "smoke"]
+TOOLS = [
+    "map_concept", "migrate_script", "scaffold_train_py", "lint_script", "preflight_check", "launch_smoke_run",
+    "check_parity",
+]
+CLI_COMMANDS = ["map", "migrate", "scaffold", "lint", "preflight", "smoke", "parity"]
 FRAMEWORK_NAMES = ["TRL", "verl", "OpenRLHF", "torchforge", "Tinker", "PyTorch"]
 
 
@@ -78,17 +81,66 @@ def test_skill_description_says_what_and_when():
         assert framework in description, framework
     assert re.search(r"\bUse (it|this skill) when\b", description), "the description must say when to use it"
     assert not re.match(r"(I|You)\b", description), "write the description in the third person"
+    # not only migrations: any code that imports mint is the same knowledge (and what lint_script is for)
+    assert re.search(r"writing, reviewing or debugging any code that imports mint", description)
+
+
+def _headings() -> list[str]:
+    return [line for line in frontmatter(SKILL)[1].splitlines() if line.startswith("## ")]
+
+
+def _section(heading_word: str) -> str:
+    body = frontmatter(SKILL)[1]
+    start = body.index(next(h for h in _headings() if heading_word in h))
+    end = body.find("\n## ", start + 1)
+    return body[start : end if end != -1 else None]
 
 
 def test_skill_is_short_and_walks_the_workflow_in_order():
     text = SKILL.read_text(encoding="utf-8")
     assert len(text.splitlines()) < 500
-    _, body = frontmatter(SKILL)
-    headings = [line for line in body.splitlines() if line.startswith("## ")]
-    steps = ["Identify", "Map", "Migrate", "Lint", "Preflight", "Smoke", "Hand over"]
+    headings = _headings()
+    # migrate first (it traces every setting), map only what the plan left out; local checks and the
+    # local smoke run before the port is finished; the paid run last, then the hand-over
+    steps = ["Identify", "Migrate", "Map what the plan did not cover", "Lint", "Preflight for the local run",
+             "Smoke run on mint-local", "Finish the port", "Run on MinT", "Hand over"]
     positions = [next(i for i, h in enumerate(headings) if step in h) for step in steps]
     assert positions == sorted(positions), headings
-    assert "$ARGUMENTS" in body
+    assert "$ARGUMENTS" in frontmatter(SKILL)[1]
+
+
+def test_preflight_before_the_local_smoke_run_targets_local():
+    local = _section("Preflight for the local run")
+    assert 'preflight_check(script_path="out/train.py", target="local")' in local
+    assert "mint-migrate preflight out/train.py --target local" in local
+    assert "not a failure" in local  # a missing key does not block the local run
+    remote = _section("Run on MinT")
+    assert 'target="remote"' in remote and "--target remote" in remote
+    assert "consent" in next(h for h in _headings() if "Run on MinT" in h)
+
+
+def test_the_finish_step_names_what_an_agent_must_check(tmp_path):
+    finish = _section("Finish the port")
+    for must in ("--reward", "MINT023", "LEARNING_RATE", "LORA_RANK", "Smoke again"):
+        assert must in finish, must
+    # the MIGRATION.md sections it names are the ones the report really writes
+    from mcp_server.migrate import migrate
+
+    migrate(ROOT / "examples" / "trl" / "grpo_trl.py", [], output_dir="out", workspace=tmp_path, overwrite=False)
+    report = (tmp_path / "out" / "MIGRATION.md").read_text(encoding="utf-8")
+    for quoted in re.findall(r'"([A-Z][^"]+)"', finish):
+        if quoted in ("Settings read from the inputs", "MinT choices", "What cannot move as-is"):
+            assert f"## {quoted}" in report, quoted
+    # and the constants it names are the ones the rendered script defines
+    train = (tmp_path / "out" / "train.py").read_text(encoding="utf-8")
+    for constant in re.findall(r"`([A-Z][A-Z_]+)`", finish):
+        if constant != "MINT023":
+            assert re.search(rf"^{constant} = ", train, re.M), constant
+
+
+def test_map_is_asked_only_for_what_the_plan_did_not_cover():
+    section = _section("Map what the plan did not cover")
+    assert "only for the rest" in section and "every setting" not in section.lower().replace("each setting", "")
 
 
 def test_skill_names_each_tool_and_its_cli_fallback():
@@ -121,7 +173,30 @@ def test_links_resolve():
     assert "](mint_api_cheatsheet.md)" in body and "](mint_api_reference.txt)" in body
 
 
-# --- commands/mint-migrate.md ------------------------------------------------------------------
+# --- commands/migrate.md ------------------------------------------------------------------------
+
+
+def test_tool_names_follow_claude_codes_naming():
+    """Plugin tools are mcp__plugin_<plugin>_<server>__<tool>; hand-registered ones mcp__<server>__<tool>."""
+    plugin = json.loads(PLUGIN.read_text(encoding="utf-8"))["name"]
+    [server] = json.loads(MCP_JSON.read_text(encoding="utf-8"))["mcpServers"]
+    body = frontmatter(SKILL)[1]
+    assert f"`mcp__plugin_{plugin}_{server}__map_concept`" in body
+    assert f"`mcp__{server}__map_concept`" in body
+    for doc in (SKILL, COMMAND, ROOT / "README.md"):
+        for name in re.findall(r"mcp__[\w-]+__\w+", doc.read_text(encoding="utf-8")):
+            assert name.rsplit("__", 1)[1] in TOOLS or name.endswith("<tool>"), f"{doc.name}: {name}"
+            assert name.startswith((f"mcp__plugin_{plugin}_{server}__", f"mcp__{server}__")), f"{doc.name}: {name}"
+
+
+def test_skill_and_command_names_differ_and_the_readme_says_how_to_call_each():
+    """A skill shadows a command of the same name, and plugin commands are /<plugin>:<name>."""
+    skill = frontmatter(SKILL)[0]["name"]
+    plugin = json.loads(PLUGIN.read_text(encoding="utf-8"))["name"]
+    assert COMMAND.stem != skill
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert f"/{plugin}:{COMMAND.stem} trl" in readme  # plugin route
+    assert f"/{skill} trl" in readme  # personal skill route
 
 
 def test_command_frontmatter_and_arguments():
@@ -215,7 +290,7 @@ def test_plugin_manifest():
     # It bundles the skill, the command and the MCP server.
     skill_dirs = _paths(manifest["skills"])
     assert any((ROOT / d / "SKILL.md").exists() for d in skill_dirs)
-    assert any(p.endswith("commands/mint-migrate.md") for p in _paths(manifest["commands"]))
+    assert any(p.endswith("commands/migrate.md") for p in _paths(manifest["commands"]))
     assert (ROOT / manifest["mcpServers"]).resolve() == MCP_JSON.resolve()
 
 
@@ -224,9 +299,12 @@ def test_mcp_json_registers_the_server():
     assert list(config) == ["mcpServers"], "Claude Code reads only the mcpServers key"
     server = config["mcpServers"]["mint-migrate"]
     assert server.get("type", "stdio") == "stdio"
-    scripts = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["scripts"]
-    assert server["command"] in scripts, "the command must be a console script this package installs"
-    assert build_parser().parse_args(server["args"]).command == "serve"
+    # The plugin route installs nothing: python3 runs the launcher inside the plugin's own folder.
+    assert server["command"] == "python3"
+    launcher, *rest = server["args"]
+    assert launcher.startswith("${CLAUDE_PLUGIN_ROOT}/")
+    assert (ROOT / launcher.removeprefix("${CLAUDE_PLUGIN_ROOT}/")).is_file()
+    assert build_parser().parse_args(rest).command == "serve"
     # Secrets never go in the file: any env value must be a ${VAR} reference to the user's environment.
     for value in server.get("env", {}).values():
         assert re.fullmatch(r"\$\{[A-Z_][A-Z0-9_]*(:-[^}]*)?\}", value), value
@@ -238,12 +316,15 @@ def anyio_backend():
 
 
 @pytest.mark.anyio
-async def test_server_starts_from_the_registered_command(tmp_path):
+async def test_server_starts_from_the_readme_registration(tmp_path):
+    """The pip route: `claude mcp add mint-migrate -- mint-migrate serve` (the plugin route has its
+    own test, tests/test_plugin_install.py)."""
     from mcp import Client, StdioServerParameters
 
-    server = json.loads(MCP_JSON.read_text(encoding="utf-8"))["mcpServers"]["mint-migrate"]
-    command = str(Path(sys.executable).parent / server["command"])  # the venv's console script
-    params = StdioServerParameters(command=command, args=server["args"], cwd=str(tmp_path))
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert "claude mcp add mint-migrate -- mint-migrate serve" in readme
+    command = str(Path(sys.executable).parent / "mint-migrate")  # the venv's console script
+    params = StdioServerParameters(command=command, args=["serve"], cwd=str(tmp_path))
     async with Client(params) as client:
         names = {t.name for t in (await client.list_tools()).tools}
         assert names == set(TOOLS)
@@ -260,3 +341,53 @@ def test_marketplace_lists_this_plugin():
     assert entry["name"] == manifest["name"] and entry["version"] == manifest["version"]
     assert entry["source"].startswith("./") and (ROOT / entry["source"] / ".claude-plugin" / "plugin.json").exists()
     assert entry["description"] and "<" not in entry["description"]
+
+
+# --- facts the docs state come from mcp_server/sdk_facts.py and the scaffold code ------------------
+
+# The scaffold whose code the cheatsheet's "Throughput" subsection names (one place to change when
+# the throughput machinery moves to a scaffold option).
+THROUGHPUT_SCAFFOLD = {"kind": "grpo", "throughput": True}
+
+
+def _cheatsheet_section(title: str) -> str:
+    text = CHEATSHEET.read_text(encoding="utf-8")
+    start = text.index(title)
+    end = min(i for i in (text.find("\n### ", start + 1), text.find("\n## ", start + 1)) if i != -1)
+    return text[start:end]
+
+
+def test_throughput_names_are_the_scaffolds_code():
+    from mcp_server.render import ScaffoldOptions, render_scaffold
+
+    source = render_scaffold(ScaffoldOptions(**THROUGHPUT_SCAFFOLD))
+    section = _cheatsheet_section("### Throughput")
+    names = [n for n in re.findall(r"`([A-Za-z_][A-Za-z0-9_]*|--[a-z-]+)`", section) if not n.startswith("MINT")]
+    assert len(names) >= 20
+    missing = [n for n in names if not re.search(rf"(?<![\w-]){re.escape(n)}(?![\w-])", source)]
+    assert not missing, f"the cheatsheet names scaffold code that the rendered GRPO scaffold lacks: {missing}"
+    for flag in re.findall(r"`(--[a-z-]+)", section):
+        assert f'"{flag}"' in source, flag
+
+
+def test_loss_facts_in_the_docs_are_sdk_facts():
+    from mcp_server import sdk_facts
+
+    listed = ", ".join(f"`{n}`" for n in sdk_facts.LOSS_NAMES[:-1]) + f" and `{sdk_facts.LOSS_NAMES[-1]}`"
+    assert f"The built-in losses are exactly {listed}" in " ".join(frontmatter(SKILL)[1].split())
+    losses = _cheatsheet_section("## 5. Built-in losses")
+    for name in sdk_facts.LOSS_NAMES:
+        assert f"`\"{name}\"`" in losses, name
+    ppo, cispo = sdk_facts.PPO_CLIP, sdk_facts.CISPO_CLIP
+    assert f"{ppo['clip_low_threshold']:g} / {ppo['clip_high_threshold']:g}" in losses
+    assert f"{cispo['clip_low_threshold']:.1f} / {cispo['clip_high_threshold']:.1f}" in losses
+    assert f"{sdk_facts.DRO_BETA:g}" in losses  # the beta mint-migrate sends
+
+
+def test_no_doc_strikes_future_future_as_038():
+    """tinker 0.22's training futures have .future(); only .coroutine() is 0.38 (tests/test_sdk_facts.py)."""
+    docs = [SKILL, CHEATSHEET, COMMAND, ROOT / "docs" / "rules.md", *sorted((ROOT / "mcp_server" / "concepts").glob("*.yaml"))]
+    for doc in docs:
+        text = doc.read_text(encoding="utf-8")
+        assert "~~`future.future()`~~" not in text and "~~`.future()`~~" not in text, doc.name
+    assert "`future()`" in CHEATSHEET.read_text(encoding="utf-8")

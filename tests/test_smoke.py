@@ -102,9 +102,10 @@ def test_a_syntax_error_is_a_failed_verdict_before_anything_runs(tmp_path):
 @pytest.mark.slow
 def test_a_raising_reward_function_is_classified_with_its_line(tmp_path):
     source = grpo_source().replace(
-        "    predicted = last_number(completion)\n",
-        '    predicted = last_number(completion)\n    raise ValueError("reward service unavailable")\n',
+        '    numbers = re.findall(r"-?\\d[\\d,]*(?:\\.\\d+)?", completion)\n',
+        '    raise ValueError("reward service unavailable")\n',
     )
+    assert "reward service unavailable" in source
     script = write(tmp_path, "train.py", source)
     verdict = run_smoke(script, steps=2, timeout_s=300)
     assert not verdict.passed and verdict.exit_code not in (0, None)

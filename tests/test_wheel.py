@@ -31,7 +31,7 @@ def test_wheel_carries_the_bundled_files(wheel):
         "mcp_server/_bundled/SKILL.md",
         "mcp_server/_bundled/mint_api_cheatsheet.md",
         "mcp_server/_bundled/mint_api_reference.txt",
-        "mcp_server/_bundled/commands/mint-migrate.md",
+        "mcp_server/_bundled/commands/migrate.md",
         "mcp_server/concepts/verl.yaml",
         "mint_local/__init__.py",
     ):

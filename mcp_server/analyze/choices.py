@@ -9,13 +9,16 @@ import re
 from mcp_server.analyze.evidence import Evidence
 from mcp_server.analyze.scalars import as_int, as_number
 from mcp_server.plan import Algorithm, MintChoices, PlanWarning, ScaffoldKind, Setting, Settings
+from mcp_server.sdk_facts import DEFAULT_BASE_MODEL, DEFAULT_LORA_RANK, PPO_CLIP, RL_LOSSES
 
 KIND: dict[Algorithm, ScaffoldKind] = {
     "sft": "sft", "dpo": "dpo", "grpo": "grpo", "ppo": "grpo", "reinforce": "grpo", "kto": "dpo", "orpo": "dpo",
     "reward_model": "dpo", "distillation": "distill", "other": "sft",
 }
-DEFAULT_MODEL = "Qwen/Qwen3-4B-Instruct-2507"
+DEFAULT_MODEL = DEFAULT_BASE_MODEL
 LORA_FACTOR = 10
+# The lowest LoRA rate the tool chooses: below it the linter flags a full fine-tune's range (MINT023).
+LORA_LR_FLOOR = 1e-5
 # MinT / Tinker guidance when the source says nothing and its framework has no default.
 _LR_GUIDANCE = {
     "sft": (2e-4, "MinT guidance for LoRA SFT is 1e-4 to 5e-4"),
@@ -140,7 +143,7 @@ def _loss(kind: ScaffoldKind, algorithm: Algorithm, variant: str | None, setting
                                              "built-in with per-token advantages = teacher - student logprob")
     x = ev.extras
     source_loss = x.get("loss_fn") or x.get("loss_mode") or x.get("trl.loss_type")
-    if source_loss is not None and source_loss.value in {"cispo", "dro", "importance_sampling", "ppo"}:
+    if source_loss is not None and source_loss.value in RL_LOSSES:
         name = str(source_loss.value)
         return name, None, f"loss_fn {name}: the source's own loss ({source_loss.loc})"
     if variant == "gspo" or (source_loss is not None and source_loss.value == "gspo"):
@@ -168,7 +171,8 @@ def _loss(kind: ScaffoldKind, algorithm: Algorithm, variant: str | None, setting
                                f"{config['clip_high_threshold']:g}] = 1 - {eps_low:g} / 1 + {eps_high:g}: the "
                                f"source clips the ratio ({where}); the thresholds are ratio bounds, not epsilons")
     if algorithm == "ppo":
-        return "ppo", None, "loss_fn ppo: the source is PPO; Tinker's default ratio bounds are 0.8 / 1.2"
+        bounds = f"{PPO_CLIP['clip_low_threshold']:g} / {PPO_CLIP['clip_high_threshold']:g}"
+        return "ppo", None, f"loss_fn ppo: the source is PPO; Tinker's default ratio bounds are {bounds}"
     default_clip = defaults.get("clip_ratio")
     note = (f" ({default_clip.source} would clip at {default_clip.value}; use --loss-fn ppo to keep clipping)"
             if default_clip else "")
@@ -187,18 +191,25 @@ def _learning_rate(framework: str, kind: ScaffoldKind, settings: Settings, defau
     if used_lora:
         where = ev.extras.get("used_lora")
         at = f" ({where.loc})" if where is not None and where.loc else ""
-        return float(lr), f"{origin}: the source already trains LoRA{at}, so the rate carries over unchanged"
-    value = float(f"{lr * LORA_FACTOR:.6g}")
-    return value, (f"{origin} is a full fine-tuning rate; LoRA needs a larger one: x{LORA_FACTOR} "
-                   f"(tinker-cookbook's get_lora_lr_over_full_finetune_lr; the LoRA primer says 20-100x, so raise "
-                   f"it if training is slow) -> {value:g}")
+        value, why = float(lr), f"{origin}: the source already trains LoRA{at}, so the rate carries over"
+    else:
+        value = float(f"{lr * LORA_FACTOR:.6g}")
+        why = (f"{origin} is a full fine-tuning rate; LoRA needs a larger one: x{LORA_FACTOR} (tinker-cookbook's "
+               f"get_lora_lr_over_full_finetune_lr; the LoRA primer says 20-100x, so raise it if training is slow) "
+               f"-> {value:g}")
+    if value < LORA_LR_FLOOR:
+        return LORA_LR_FLOOR, (f"{why}; that is still a full fine-tune's range for LoRA (below {LORA_LR_FLOOR:g}, "
+                               f"which `mint-migrate lint` flags as MINT023), so the rate is raised to "
+                               f"{LORA_LR_FLOOR:g}, the low end of MinT's LoRA range")
+    return value, why
 
 
 def _rank(settings: Settings) -> tuple[int, str]:
     lora = settings.lora
     if lora is not None and lora.value.rank and lora.value.rank > 0:
         return lora.value.rank, f"LoRA rank {lora.value.rank} from {lora.source}"
-    return 32, "LoRA rank 32: Tinker's default (the source trains full parameters or names no rank)"
+    return DEFAULT_LORA_RANK, (f"LoRA rank {DEFAULT_LORA_RANK}: Tinker's default (the source trains full parameters "
+                               "or names no rank)")
 
 
 def _batch_shape(choices: MintChoices, settings: Settings, defaults: dict[str, Setting], ev: Evidence) -> None:
@@ -252,6 +263,7 @@ def _group_shape(choices: MintChoices, settings: Settings, defaults: dict[str, S
             completions = as_int(per.value) * (accum or 1) * (as_int(world.value) if world else 1)
             if completions % choices.group_size == 0 and completions >= choices.group_size:
                 choices.groups_per_batch = completions // choices.group_size
+                sources = ", ".join(s.source for s in (per, settings.gradient_accumulation_steps) if s is not None)
                 choices.reasons.append(
                     f"{choices.groups_per_batch} groups per step = {completions} completions per step "
-                    f"({per.source}) / group size {choices.group_size}")
+                    f"({sources}) / group size {choices.group_size}")

@@ -66,7 +66,7 @@ class Evidence:
 
     def setting(self, key: str, value: Value | None) -> None:
         """Offer a value for a Settings key (or a lora part). None values say nothing and are dropped."""
-        if value is None or value.value is None:
+        if value is None or value.value is None or value.value == "":
             return
         self.candidates.setdefault(key, []).append(value)
 

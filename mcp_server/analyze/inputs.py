@@ -11,8 +11,10 @@ from pathlib import Path
 from typing import Literal
 
 from mcp_server.analyze.evidence import Value
-from mcp_server.analyze.pysource import PySource
+from mcp_server.analyze.hydra import compose, hydra_main
+from mcp_server.analyze.pyvalues import PySource
 from mcp_server.analyze.shell import Command, ShellScript
+from mcp_server.analyze.usage import usage_commands
 from mcp_server.analyze.yamlconf import YamlConfig
 from mcp_server.errors import MintMigrateError
 
@@ -35,7 +37,7 @@ class InputFile:
     python: PySource | None = None
     shell: ShellScript | None = None
     yaml: YamlConfig | None = None
-    auto: bool = False  # read because a launch command named it, not given by the user
+    auto: bool = False  # found from the inputs (named by a command or script, or the app beside a config)
     launched_by: Command | None = None  # the launch command that runs this script
     example: Command | None = None  # else: the usage command quoted in its docstring, if any
 
@@ -141,8 +143,22 @@ def load_project(source: Path, configs: list[Path]) -> Project:
         if path.resolve() == source.resolve():
             continue
         add_file(project, path, auto=False)
+    if primary.yaml is not None and not any(f.python or f.shell for f in project.files):
+        _find_app(project)
     _link_launches(project)
     return project
+
+
+def _find_app(project: Project) -> None:
+    """A config given alone: the script in its folder that names it (`main.py` reading `--config
+    qwen3_8b.yaml`, or any script that mentions the file), read as if it had been given."""
+    primary = project.primary
+    folder = primary.path.parent
+    scripts = sorted(p for p in folder.glob("*.py") if p.is_file())
+    named = [p for p in scripts if primary.path.name in p.read_text(encoding="utf-8", errors="replace")]
+    candidates = named or [p for p in scripts if p.name in {"main.py", "train.py"}]
+    if len(candidates) == 1 or (candidates and candidates[0].name == "main.py"):
+        add_file(project, candidates[0], auto=True)
 
 
 def add_file(project: Project, path: Path, *, auto: bool) -> InputFile:
@@ -174,6 +190,15 @@ def _link_launches(project: Project) -> None:
             for arg in [*command.launcher_args, *command.flags()]:
                 if arg.name in CONFIG_FLAGS and arg.value is not None and isinstance(arg.value.value, str):
                     _follow_config(project, f, arg.value.value)
+            named = {a.name: a.value.value for a in command.flags() if a.value is not None}
+            hydra_name = named.get("config_name")
+            if isinstance(hydra_name, str) and not hydra_name.endswith((".yaml", ".yml")):
+                # hydra's `--config-path=DIR --config-name=NAME`: DIR/NAME.yaml
+                _follow_config(project, f, f"{named.get('config_path', '.')}/{hydra_name}.yaml")
+            for arg in command.args:  # `run_sft.py recipes/m/sft/config.yaml`: a recipe given by position
+                written = str(arg.value.value) if arg.value is not None else ""
+                if arg.kind == "positional" and written.endswith((".yaml", ".yml")):
+                    _follow_config(project, f, written)
             project.launches.append((command, script_file))
             if script_file is not None and script_file.python is not None and script_file.launched_by is None:
                 script_file.launched_by = command
@@ -190,6 +215,12 @@ def _link_launches(project: Project) -> None:
                             if candidate.is_file() and candidate.suffix.lower() in {".yaml", ".yml"}:
                                 add_file(project, candidate, auto=True)
         f.python.use_configs([y.yaml for y in project.yamls()])
+        hydra = hydra_main(f.python)
+        if hydra is not None:
+            config_dir, name = hydra
+            composed = compose(f.path.parent / config_dir, name, f.python.cli, project.label_for)
+            if composed is not None:
+                f.python.use_hydra(composed)
 
 
 def _follow_config(project: Project, shell_file: InputFile, written: str) -> None:
@@ -211,7 +242,7 @@ def command_flags(command: Command) -> dict[str, Value]:
 
 def example_flags(src: PySource) -> tuple[dict[str, Value], Command | None]:
     """The flags of the first launch command quoted in a script's docstring (usage examples)."""
-    commands = src.docstring_commands()
+    commands = usage_commands(src)
     if not commands:
         return {}, None
     return command_flags(commands[0]), commands[0]

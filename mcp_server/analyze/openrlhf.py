@@ -11,6 +11,7 @@ from mcp_server.analyze.pycommon import TEACHER_FLAG, infra_imports, server_side
 from mcp_server.analyze.scalars import as_number
 from mcp_server.analyze.shell import Arg, Command
 from mcp_server.plan import Algorithm
+from mcp_server.analyze.registry import Analyzer
 
 ENTRY_POINTS: dict[str, Algorithm] = {
     "train_sft": "sft", "train_dpo": "dpo", "train_iterative_dpo": "dpo", "train_rm": "reward_model",
@@ -110,8 +111,8 @@ def analyze(project: Project, ev: Evidence) -> None:
         value = arg.value
         if value is None and setting in {"dataset", "base_model"}:
             value = arg.literal(Level.COMMAND)
-        if setting == "max_seq_length" and rl:
-            continue  # in PPO, max_len bounds prompt + response; the two are read separately
+        if setting == "num_epochs" and rl:
+            continue  # in the PPO-family trainer, max_epochs is update epochs per rollout batch (MULTI_UPDATE)
         if setting == "lora.rank" and value is not None and as_number(value.value) == 0:
             continue
         ev.setting(setting, value)
@@ -173,6 +174,7 @@ def _warnings(project: Project, flags: dict[str, Arg], algorithm: Algorithm, ev:
         ev.extra("clip_low", _value(flags, "eps_clip", "actor.eps_clip"))
         pair = _value(flags, "eps_clip_low_high", "actor.eps_clip_low_high")
         if pair is not None and isinstance(pair.value, list) and len(pair.value) == 2:
+            ev.setting("clip_ratio", pair.with_value(pair.value[0]))
             ev.extra("clip_low", pair.with_value(pair.value[0]))
             ev.extra("clip_high", pair.with_value(pair.value[1]))
         epochs = _value(flags, "max_epochs", "train.max_epochs")
@@ -227,7 +229,17 @@ def _reward(project: Project, flags: dict[str, Arg], ev: Evidence) -> None:
     if reward_file is not None and reward_file.python is not None and info is None:
         ev.warn("REWARD_FN_MISSING", f"{reward_file.label} defines no reward_func; OpenRLHF would fail to load it.",
                 remote.loc)
-    ev.construct("reward_func(queries, prompts, labels)", info.loc if info else remote.loc,
+    ev.construct("reward_func(queries, prompts, labels)", reward_file.python.at(info.line) if info else remote.loc,
                  "reward_fn(prompt, completion, row) -> float in train.py",
                  "OpenRLHF returns {'rewards': ...}; MinT's reward is one float per completion")
 
+
+ANALYZER = Analyzer(
+    name="openrlhf",
+    signals="`openrlhf.cli.train_ppo_ray / train_sft / train_dpo`; flags `--pretrain` (up to v0.10.1) or "
+            "`--model.model_name_or_path`, `--actor.adam.lr` (v0.10.2 and later)",
+    analyze=analyze,
+    defaults=defaults,
+    imports=("openrlhf",),
+    detect_command=lambda command, script: is_openrlhf_command(command),
+)

@@ -4,7 +4,8 @@ LoRA configs, and the infrastructure imports that become server-side on MinT."""
 import libcst as cst
 
 from mcp_server.analyze.evidence import Evidence, Loc, Value
-from mcp_server.analyze.pysource import CallSite, PySource, dotted_name, iter_nodes, literal_value
+from mcp_server.analyze.pyvalues import CallSite, PySource
+from mcp_server.pyindex import dotted_name, iter_nodes, literal_value
 
 _NOT_MODELS = ("Tokenizer", "Processor", "Config", "FeatureExtractor", "ImageProcessor")
 OPTIMIZERS = {"AdamW", "Adam", "SGD", "Adafactor", "AdamW8bit", "PagedAdamW", "PagedAdamW8bit", "Lion",
@@ -25,7 +26,7 @@ def is_model_loader(call: CallSite) -> bool:
         return False
     owner = call.qualname.rsplit(".", 2)[-2] if "." in call.qualname else ""
     return bool(owner) and not any(owner.endswith(s) for s in _NOT_MODELS) and (
-        "Model" in owner or "For" in owner or owner.endswith("LM")
+        "Model" in owner or "For" in owner or owner.endswith(("LM", "Transformer"))
     )
 
 
@@ -45,7 +46,7 @@ def trained_model_call(src: PySource) -> CallSite | None:
     """The model the optimizer trains (`AdamW(model.parameters())`), else the first model loaded
     that is not named like a teacher, reference or reward model."""
     loaders = model_loaders(src)
-    for opt in src.calls_named(*OPTIMIZERS):
+    for opt in (c for c in src.calls if is_optimizer(c.name)):
         first = opt.arg_node(0)
         target = _parameters_owner(first)
         if target:
@@ -73,7 +74,9 @@ def _parameters_owner(node: cst.BaseExpression | None) -> str | None:
 
 def dataset_id(call: CallSite) -> Value | None:
     first = call.kwarg("path") or call.arg(0)
-    if first is not None and first.value in {"json", "parquet", "csv", "text", "arrow"}:
+    # A file-format builder ("json", "parquet", ...) names its files in data_files; any other first
+    # argument (a Hub id, a path, or a value we could not read, such as a list) is the dataset itself.
+    if first is not None and isinstance(first.value, str) and first.value in {"json", "parquet", "csv", "text", "arrow"}:
         files = call.kwarg("data_files")
         if files is not None:
             value = files.value
@@ -87,10 +90,15 @@ def dataset_calls(src: PySource) -> list[CallSite]:
     return src.calls_named("load_dataset", "load_from_disk")
 
 
+def is_optimizer(name: str) -> bool:
+    """torch's and the usual libraries' optimizers, and a project's own (`MemoryEfficientAdamW`)."""
+    return name in OPTIMIZERS or (name[:1].isupper() and name.endswith(("Adam", "AdamW", "SGD", "Lion", "Adafactor")))
+
+
 def optimizer_lr(src: PySource) -> list[tuple[CallSite, Value | None]]:
     out = []
-    for call in src.calls_named(*OPTIMIZERS):
-        lr = call.kwarg("lr")
+    for call in (c for c in src.calls if is_optimizer(c.name)):
+        lr = call.kwarg("lr") or call.kwarg("learning_rate")
         if lr is None and call.name in OPTIMIZERS:
             lr = call.arg(1)
         out.append((call, lr))

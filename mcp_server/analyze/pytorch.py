@@ -9,9 +9,10 @@ loops, the tokenizer and `generate` calls, through the script's constants and ar
 
 import libcst as cst
 
-from mcp_server.analyze.evidence import Evidence, Value
+from mcp_server.analyze.evidence import Evidence, Loc, Value
 from mcp_server.analyze.inputs import Project
 from mcp_server.analyze.pycommon import (
+    function_names,
     dataset_calls,
     dataset_id,
     infra_imports,
@@ -23,9 +24,11 @@ from mcp_server.analyze.pycommon import (
     optimizer_lr,
     trained_model_call,
 )
-from mcp_server.analyze.pysource import PySource, dotted_name
+from mcp_server.analyze.pyvalues import PySource
+from mcp_server.pyindex import dotted_name
 from mcp_server.analyze.scalars import as_int
 from mcp_server.errors import MintMigrateError
+from mcp_server.analyze.registry import Analyzer
 
 _STEP_WORDS = ("step", "iter", "update")
 _NAMED = {  # variable / argparse names -> settings, when the loop code itself cannot be resolved
@@ -39,7 +42,10 @@ _NAMED = {  # variable / argparse names -> settings, when the loop code itself c
 
 
 def is_training_script(src: PySource) -> bool:
-    return bool(src.calls_named("backward")) or bool(optimizer_lr(src)) or bool(src.calls_named(*_HF_TRAINERS))
+    """A loop (backward, an optimizer), transformers' Trainer, or a hydra-configured program that
+    builds an optimizer over a model's parameters (`getattr(torch.optim, cfg.optimizer)(...)`)."""
+    return (bool(src.calls_named("backward")) or bool(optimizer_lr(src)) or bool(src.calls_named(*_HF_TRAINERS))
+            or (bool(src.calls_named("parameters")) and any(c.qualname == "hydra.main" for c in src.calls)))
 
 
 def analyze(project: Project, ev: Evidence) -> None:
@@ -54,6 +60,7 @@ def analyze(project: Project, ev: Evidence) -> None:
         _settings(src, ev)
         _algorithm(src, ev)
         _constructs(src, ev)
+    _hf_flags(project, ev)
     if not found_loop:
         raise MintMigrateError(
             f"{project.primary.label}:1: no training loop found (no optimizer, no loss.backward()); pass the script "
@@ -62,6 +69,26 @@ def analyze(project: Project, ev: Evidence) -> None:
 
 
 _HF_TRAINERS = ("Trainer", "Seq2SeqTrainer")
+
+
+# Flags of an HfArgumentParser script (TrainingArguments and the usual model/data argument names).
+_HF_FLAG_EXTRAS = {"data_path": "dataset", "dataset": "dataset", "model_max_length": "max_seq_length",
+                   "lora_r": "lora.rank", "lora_alpha": "lora.alpha", "source_max_len": "max_prompt_length",
+                   "target_max_len": "max_response_length"}
+
+
+def _hf_flags(project: Project, ev: Evidence) -> None:
+    """Scripts whose settings come from HfArgumentParser dataclasses: the flags of their launch
+    command (or usage docstring) name TrainingArguments fields."""
+    from mcp_server.analyze.trl import FIELDS
+
+    if not any(f.python.parsed_dataclasses() for f in project.pythons()):
+        return
+    for f in project.pythons():
+        for name, value in f.python.cli.items():
+            setting = FIELDS.get(name) or _HF_FLAG_EXTRAS.get(name)
+            if setting is not None and not (setting == "max_steps" and (as_int(value.value) or 0) <= 0):
+                ev.setting(setting, value)
 
 
 def _hf_trainer(src: PySource, ev: Evidence) -> None:
@@ -83,7 +110,8 @@ def _settings(src: PySource, ev: Evidence) -> None:
     if model is not None:
         ev.setting("base_model", model_id(model))
     loads = dataset_calls(src)
-    if loads:
+    ids = {str(v.value) for v in (dataset_id(c) for c in loads) if v is not None}
+    if loads and len(ids) <= 1:  # several literal ids: a loader that picks one by name, not a fact
         ev.setting("dataset", dataset_id(loads[0]))
     for call, lr in optimizer_lr(src)[:1]:
         ev.setting("learning_rate", lr)
@@ -94,6 +122,7 @@ def _settings(src: PySource, ev: Evidence) -> None:
         break
     for call in src.calls_named("LoraConfig"):
         lora_from_peft(call, ev)
+    _reward_functions(src, ev)
     for target, iterator, scope, loc in src.loops:
         if not (isinstance(iterator, cst.Call) and dotted_name(iterator.func) == "range" and iterator.args):
             continue
@@ -128,6 +157,21 @@ def _settings(src: PySource, ev: Evidence) -> None:
         ev.setting(setting, value)
 
 
+_REWARD_KWARGS = ("reward_function", "reward_fn", "reward_funcs", "reward_functions")
+
+
+def _reward_functions(src: PySource, ev: Evidence) -> None:
+    """A reward function the loop hands to its rollout (`rollout(..., reward_function=reward_function)`),
+    preferring the call in the function that also builds the optimizer (training, not evaluation)."""
+    optimizer_scopes = {call.scope for call, _ in optimizer_lr(src)}
+    sites = [(call, key) for call in src.calls for key in _REWARD_KWARGS if call.kwarg_node(key) is not None]
+    sites.sort(key=lambda site: site[0].scope not in optimizer_scopes)
+    for call, key in sites[:1]:
+        names = function_names(call.kwarg_node(key), src, call.scope)
+        if names:
+            ev.setting("reward_functions", Value(names, src.loc(call.kwarg_node(key))))
+
+
 def _is_loss(node: cst.BaseExpression) -> bool:
     """`loss`, `outputs.loss`, `model(**batch).loss`: the thing divided by the accumulation steps."""
     if isinstance(node, cst.Name):
@@ -138,8 +182,12 @@ def _is_loss(node: cst.BaseExpression) -> bool:
 
 
 def _module_constant(src: PySource, name: str) -> Value | None:
+    """A named value: the module constant, else the one assignment in a function (`beta = cfg.loss.beta`)."""
     defs = [a for a in src.assigns.get(name, []) if a.scope is None and len(a.targets) == 1]
-    return src.evaluate(defs[-1].value, None) if defs else None
+    if defs:
+        return src.evaluate(defs[-1].value, None)
+    local = [a for a in src.assigns.get(name, []) if len(a.targets) == 1]
+    return src.evaluate(local[0].value, local[0].scope) if len(local) == 1 else None
 
 
 def _algorithm(src: PySource, ev: Evidence) -> None:
@@ -168,11 +216,28 @@ def _algorithm(src: PySource, ev: Evidence) -> None:
                     first["generate"])
         if "clamp" in calls and "ratio" in text:
             ev.extra("clipped", Value(True, first["clamp"]))
+    elif _hydra_loss_group(src) is not None:
+        algorithm, where, what = _hydra_loss_group(src)
+        ev.vote(algorithm, where, f"the hydra config group selected: {what}", 2)
     elif calls & {"cross_entropy", "CrossEntropyLoss", "nll_loss"} or _uses_model_loss(src):
         loc = next((first[n] for n in ("cross_entropy", "CrossEntropyLoss", "nll_loss") if n in first), None)
         ev.vote("sft", loc or _loss_loc(src), "token cross-entropy loss", 2)
     else:
         ev.vote("other", None, "the loss does not match SFT, DPO, distillation or policy-gradient shapes", 0)
+
+
+_GROUP_ALGORITHMS = {"sft": "sft", "dpo": "dpo", "kto": "kto", "orpo": "orpo", "ipo": "dpo", "grpo": "grpo",
+                     "ppo": "ppo", "rloo": "reinforce", "reinforce": "reinforce"}
+
+
+def _hydra_loss_group(src: PySource):
+    """`loss=dpo` on the command line (or the defaults list) of a hydra program whose loss lives
+    elsewhere: (algorithm, where, what)."""
+    for group in ("loss", "algorithm", "trainer"):
+        chosen = src.cli.get(group)
+        if chosen is not None and str(chosen.value).lower() in _GROUP_ALGORITHMS:
+            return _GROUP_ALGORITHMS[str(chosen.value).lower()], chosen.loc, f"{group}={chosen.value}"
+    return None
 
 
 def _uses_model_loss(src: PySource) -> bool:
@@ -207,3 +272,21 @@ def _constructs(src: PySource, ev: Evidence) -> None:
     if src.calls_named("Accelerator"):
         ev.construct("accelerate.Accelerator()", src.calls_named("Accelerator")[0].loc, "(nothing)",
                      "devices and distribution are server-side on MinT")
+
+
+def detect_python(src: PySource) -> Loc | None:
+    """A file that trains with PyTorch / transformers itself: an optimizer, backward() or a Trainer."""
+    where = src.imports_module("torch", "transformers", "peft")
+    if (where is not None and is_training_script(src)) or src.calls_named(*_HF_TRAINERS):
+        return where or Loc(src.label, 1)
+    return None
+
+
+ANALYZER = Analyzer(
+    name="pytorch",
+    signals="hand-written loop: `AutoModelForCausalLM`, `loss.backward()`, `optimizer.step()`, `DataLoader`, "
+            "`accelerate`, or transformers' `Trainer`",
+    analyze=analyze,
+    imports=("torch", "transformers", "peft"),
+    detect_python=detect_python,
+)

@@ -1,11 +1,15 @@
-"""Shell launch scripts: real command-line parsing, with variables and `$((...))` arithmetic.
+"""Shell launch scripts, run the way bash would run them, without running anything.
 
-A small lexer follows bash's quoting rules (single quotes literal, double quotes expand, `\\`
-escapes and line continuations, comments, heredocs, redirections, `;` `&&` `||` `|` `&`). Words are
-kept as parts (literal text, `$VAR`, `${VAR:-default}`, `$((expr))`, `$(cmd)`) and expanded in
-script order, so a variable means what it meant where the command ran. A value that came whole
-from a variable is traced to the line that defined it; anything that depends on the environment,
-a positional parameter or a command substitution is left unresolved, never guessed.
+The lexer (shell_lex.py) gives simple commands made of words. Here they are expanded in script
+order, so a variable means what it meant where the command ran: `$VAR`, `${VAR:-default}`,
+positional parameters (`$1`, `${1:-8}`, `$@`), `$((...))` arithmetic; unquoted expansions are split
+into words (`deepspeed --module $training_commands`), and every character keeps the line it was
+written on, so a value is traced to the line that holds it (a flag in a here-document, the line
+that set a variable). `read -d '' VAR <<EOF` stores the here-document; functions run when they
+are called, with their arguments as positional parameters; `if` / `case` / loops run their
+commands in order; an `exit` ends the script only at the top level (inside a condition it is a
+guard). Anything that depends on the environment, an unset positional parameter or a command
+substitution stays unresolved, kept as written, never guessed.
 
 Commands are then unwrapped: env prefixes, `nohup`/`time`/`exec`, `python [-m] ...`, `torchrun`,
 `deepspeed`, `accelerate launch`, `ray job submit -- ...`, `trl <cmd>`, and the target's arguments
@@ -13,23 +17,25 @@ split into flags (`--key value`, `--key=value`, multi-value), hydra overrides (`
 and positionals.
 """
 
-import ast
-import operator
 import re
 from dataclasses import dataclass, field
 
 from mcp_server.analyze.evidence import Level, Loc, Value
 from mcp_server.analyze.scalars import looks_numeric, parse_scalar
+from mcp_server.analyze.shell_lex import NAME, Lexer, Part, RawCommand, Unresolved, Word, arith
 from mcp_server.errors import MintMigrateError
 
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _ASSIGN = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(\+?)=")
 _OVERRIDE = re.compile(r"([+~]{0,2})([A-Za-z_][\w\-/]*(?:\.[\w\-/]+)*)=")
 _PYTHON = re.compile(r"python(\d+(\.\d+)?)?\Z")
+_OPENERS = {"if", "while", "until", "for", "case", "select"}
+_CLOSERS = {"fi", "done", "esac"}
 _KEYWORDS = {"if", "then", "else", "elif", "fi", "for", "while", "until", "do", "done", "case", "esac",
-             "function", "select", "{", "}", "!", "[[", "]]", "[", "]", "in", "return", "exit"}
+             "function", "select", "{", "}", "!", "[[", "]]", "[", "]", "in", "return"}
 _WRAPPERS = {"nohup", "time", "exec", "sudo", "nice", "stdbuf", "srun", "env"}
 _DECLARE = {"export", "declare", "local", "readonly", "typeset"}
+_READ_OPTIONS_WITH_VALUE = {"-d", "-p", "-a", "-n", "-N", "-t", "-u", "-i"}
+_MAX_CALL_DEPTH = 8
 
 # Launcher options that take no value (everything else takes the next word unless written --k=v).
 _BARE = {
@@ -42,291 +48,65 @@ _BARE = {
 }
 
 
-# --- lexing ----------------------------------------------------------------------------------------
-
-
-@dataclass
-class Word:
-    parts: list[tuple]  # ("lit", text) | ("var", name, default|None) | ("arith", expr) | ("cmd", text) | ("special", ch)
-    line: int
-    raw: str
-
-
-@dataclass
-class _Lexer:
-    text: str
-    first_line: int
-    label: str
-    i: int = 0
-    line: int = 0
-    commands: list[list[Word]] = field(default_factory=list)
-    heredocs: list[str] = field(default_factory=list)
-
-    def error(self, message: str) -> MintMigrateError:
-        return MintMigrateError(f"{self.label}:{self.line}: cannot parse shell: {message}. Fix the quoting, "
-                                "or pass the script's training command on its own.")
-
-    def run(self) -> list[list[Word]]:
-        self.line = self.first_line
-        current: list[Word] = []
-        text, n = self.text, len(self.text)
-        redirect_next = False
-        while self.i < n:
-            ch = text[self.i]
-            if ch == "\n":
-                self._end(current)
-                current = []
-                self.line += 1
-                self.i += 1
-                self._skip_heredocs()
-                continue
-            if ch in " \t\r":
-                self.i += 1
-                continue
-            if ch == "\\" and self.i + 1 < n and text[self.i + 1] == "\n":
-                self.i += 2
-                self.line += 1
-                continue
-            if ch == "#":
-                while self.i < n and text[self.i] != "\n":
-                    self.i += 1
-                continue
-            if ch in ";|&()":
-                if ch == "&" and text.startswith("&>", self.i):  # &> file: a redirection
-                    self.i += 2 + (text[self.i + 2: self.i + 3] == ">")
-                    redirect_next = True
-                    continue
-                if ch == "|" and text.startswith("||", self.i) or ch == "&" and text.startswith("&&", self.i):
-                    self.i += 1
-                self.i += 1
-                self._end(current)
-                current = []
-                continue
-            if ch in "<>":
-                if text.startswith("<<", self.i) and not text.startswith("<<<", self.i):
-                    self.i += 2
-                    self._heredoc_marker()
-                    continue
-                self.i += 1
-                while self.i < n and text[self.i] in "<>&|":
-                    self.i += 1
-                if self.i < n and text[self.i] == "-" or (self.i < n and text[self.i].isdigit() and text[self.i - 1] == "&"):
-                    self.i += 1
-                    continue  # >&2, >&-: no target word
-                redirect_next = True
-                continue
-            word = self._word()
-            # `2>&1`, `1>log`: the digits were an fd, not a word
-            if self.i < n and text[self.i] in "<>" and word.raw.isdigit():
-                continue
-            if redirect_next:
-                redirect_next = False
-                continue
-            current.append(word)
-        self._end(current)
-        return self.commands
-
-    def _end(self, words: list[Word]) -> None:
-        if words:
-            self.commands.append(words)
-
-    def _heredoc_marker(self) -> None:
-        text = self.text
-        if self.i < len(text) and text[self.i] == "-":
-            self.i += 1
-        while self.i < len(text) and text[self.i] in " \t":
-            self.i += 1
-        word = self._word()
-        self.heredocs.append("".join(p[1] for p in word.parts if p[0] == "lit") or word.raw)
-
-    def _skip_heredocs(self) -> None:
-        while self.heredocs:
-            marker = self.heredocs.pop(0)
-            while self.i < len(self.text):
-                end = self.text.find("\n", self.i)
-                end = len(self.text) if end < 0 else end
-                body_line = self.text[self.i:end]
-                self.i = end + 1
-                self.line += 1
-                if body_line.strip() == marker.strip("'\""):
-                    break
-
-    def _word(self) -> Word:
-        text, n = self.text, len(self.text)
-        start, line = self.i, self.line
-        parts: list[tuple] = []
-        lit: list[str] = []
-
-        def flush() -> None:
-            if lit:
-                parts.append(("lit", "".join(lit)))
-                lit.clear()
-
-        while self.i < n:
-            ch = text[self.i]
-            if ch in " \t\r\n;|&()<>":
-                break
-            if ch == "\\":
-                if self.i + 1 < n and text[self.i + 1] == "\n":
-                    self.i += 2
-                    self.line += 1
-                    continue
-                if self.i + 1 < n:
-                    lit.append(text[self.i + 1])
-                self.i += 2
-                continue
-            if ch == "'":
-                end = text.find("'", self.i + 1)
-                if end < 0:
-                    raise self.error("unterminated single quote")
-                chunk = text[self.i + 1:end]
-                lit.append(chunk)
-                self.line += chunk.count("\n")
-                self.i = end + 1
-                continue
-            if ch == '"':
-                self.i += 1
-                while True:
-                    if self.i >= n:
-                        raise self.error("unterminated double quote")
-                    c = text[self.i]
-                    if c == '"':
-                        self.i += 1
-                        break
-                    if c == "\\" and self.i + 1 < n and text[self.i + 1] in '$`"\\\n':
-                        if text[self.i + 1] == "\n":
-                            self.line += 1
-                        else:
-                            lit.append(text[self.i + 1])
-                        self.i += 2
-                        continue
-                    if c in "$`":
-                        flush()
-                        parts.append(self._expansion())
-                        continue
-                    if c == "\n":
-                        self.line += 1
-                    lit.append(c)
-                    self.i += 1
-                continue
-            if ch in "$`":
-                flush()
-                parts.append(self._expansion())
-                continue
-            lit.append(ch)
-            self.i += 1
-        flush()
-        return Word(parts, line, text[start:self.i])
-
-    def _balanced(self, open_: str, close: str, start: int) -> int:
-        depth, j, text = 0, start, self.text
-        while j < len(text):
-            if text[j] == open_:
-                depth += 1
-            elif text[j] == close:
-                depth -= 1
-                if depth == 0:
-                    return j
-            elif text[j] == "\n":
-                self.line += 1
-            j += 1
-        raise self.error(f"unbalanced '{open_}'")
-
-    def _expansion(self) -> tuple:
-        text, i = self.text, self.i
-        if text[i] == "`":
-            end = text.find("`", i + 1)
-            if end < 0:
-                raise self.error("unterminated backquote")
-            self.i = end + 1
-            return ("cmd", text[i + 1:end])
-        nxt = text[i + 1] if i + 1 < len(text) else ""
-        if text.startswith("$((", i):
-            end = self._balanced("(", ")", i + 1)
-            self.i = end + 1
-            return ("arith", text[i + 3:end - 1])
-        if nxt == "(":
-            end = self._balanced("(", ")", i + 1)
-            self.i = end + 1
-            return ("cmd", text[i + 2:end])
-        if nxt == "{":
-            end = self._balanced("{", "}", i + 1)
-            self.i = end + 1
-            body = text[i + 2:end]
-            m = re.match(r"([A-Za-z_][A-Za-z0-9_]*)(?::?[-=](.*))?\Z", body, re.S)
-            if m:
-                return ("var", m.group(1), m.group(2))
-            return ("cmd", body)  # ${#x}, ${x/a/b}, ...: not resolved
-        m = _NAME.match(text, i + 1)
-        if m:
-            self.i = m.end()
-            return ("var", m.group(0), None)
-        if nxt and nxt in "0123456789@*#?$!-":
-            self.i = i + 2
-            return ("special", nxt)
-        self.i = i + 1
-        return ("lit", "$")
-
-
 # --- expansion -----------------------------------------------------------------------------------
 
 
-class _Unresolved(Exception):
-    pass
+@dataclass
+class Text:
+    """Expanded text whose every character remembers its line, and whether it stands for something
+    unresolved (then it is the expansion as written, `$HOME`)."""
 
+    chars: list[tuple[str, int, bool]] = field(default_factory=list)
+    spans: list[tuple[int, int, int]] = field(default_factory=list)  # (start, end, line) of whole variables
 
-_ARITH_OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Pow: operator.pow,
-              ast.Mod: operator.mod, ast.FloorDiv: operator.floordiv, ast.LShift: operator.lshift,
-              ast.RShift: operator.rshift}
+    @property
+    def resolved(self) -> bool:
+        return not any(u for _, _, u in self.chars)
 
+    @property
+    def text(self) -> str | None:
+        return "".join(c for c, _, _ in self.chars) if self.resolved else None
 
-def _arith(expr: str, lookup) -> int:
-    """Bash integer arithmetic: + - * / % ** and parentheses over numbers and variables."""
-    expr = re.sub(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?", r"\1", expr).replace("/", "//").replace("////", "//")
-    try:
-        tree = ast.parse(expr.strip(), mode="eval")
-    except SyntaxError as exc:
-        raise _Unresolved() from exc
+    @property
+    def partial(self) -> str:
+        return "".join(c for c, _, _ in self.chars)
 
-    def ev(node: ast.AST) -> int:
-        if isinstance(node, ast.Expression):
-            return ev(node.body)
-        if isinstance(node, ast.Constant) and isinstance(node.value, int):
-            return node.value
-        if isinstance(node, ast.Name):
-            text = lookup(node.id)
-            if text is None or not re.fullmatch(r"\s*-?\d+\s*", text):
-                raise _Unresolved()
-            return int(text)
-        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
-            value = ev(node.operand)
-            return -value if isinstance(node.op, ast.USub) else value
-        if isinstance(node, ast.BinOp) and type(node.op) in _ARITH_OPS:
-            left, right = ev(node.left), ev(node.right)
-            if isinstance(node.op, ast.FloorDiv | ast.Mod) and right == 0:
-                raise _Unresolved()
-            if isinstance(node.op, ast.FloorDiv):  # bash truncates toward zero
-                return int(left / right) if (left < 0) != (right < 0) else left // right
-            return _ARITH_OPS[type(node.op)](left, right)
-        raise _Unresolved()
+    def line(self) -> int | None:
+        """Where the value is written: the line that sets the variable it is made of, else the line
+        every character came from, when they share one."""
+        whole = [line for start, end, line in self.spans if start == 0 and end == len(self.chars)]
+        if whole:
+            return whole[0]
+        lines = {line for _, line, _ in self.chars}
+        return lines.pop() if len(lines) == 1 else None
 
-    return ev(tree)
+    def add(self, text: str, line: int, unresolved: bool = False) -> None:
+        self.chars.extend((c, line, unresolved) for c in text)
+
+    def extend(self, other: "Text") -> None:
+        self.chars.extend(other.chars)
+
+    def cut(self, start: int) -> "Text":
+        """The characters from `start` on (for the value of `key=value`)."""
+        return Text(list(self.chars[start:]), [(a - start, b - start, line) for a, b, line in self.spans if a >= start])
 
 
 @dataclass
 class Tok:
     """A word after expansion: its text (None when it depends on something the script does not
-    define) and, when the whole value came from one variable, where that variable was set."""
+    define), the line of its first character, and for `key=value` words the literal key."""
 
     text: str | None
     line: int
-    raw: str
-    value_loc: Loc | None = None
-    key: str | None = None  # for `key=value` words: the literal key
+    raw: str  # the text with unresolved parts as written
+    value_loc: Loc | None = None  # the line all its characters came from, when they share one
+    key: str | None = None
     value_text: str | None = None
     key_value_loc: Loc | None = None
-    partial: str | None = None  # the text with unresolved parts kept as written
+    partial: str | None = None
     value_partial: str | None = None
+    literal_key: bool = False  # `NAME=...` written literally (an assignment), not produced by expansion
+
 
 
 # --- commands ------------------------------------------------------------------------------------
@@ -348,7 +128,8 @@ class Arg:
             return self.value
         if not self.raw or self.loc is None:
             return None
-        return Value(self.raw, self.loc, level)
+        text = self.raw.strip()
+        return Value(parse_scalar(text) if text.startswith("[") and text.endswith("]") else self.raw, self.loc, level)
 
 
 @dataclass
@@ -376,6 +157,7 @@ class Command:
         return [a for a in self.args if a.kind == "override"]
 
 
+
 class ShellScript:
     """A parsed launch script (or a usage command quoted in a docstring)."""
 
@@ -388,8 +170,118 @@ class ShellScript:
         self.stray_flags: list[Loc] = []
         self.exports: dict[str, Value] = {}
         self.partial: dict[str, str] = {}  # variables that could not be resolved, as far as they expand
-        for words in _Lexer(text, first_line, label).run():
-            self._command(words)
+        self._texts: dict[str, Text] = {}  # each variable's characters with their lines
+        self._functions: dict[str, list[RawCommand]] = {}
+        self._run(Lexer(text, first_line, label).run(), None, 0)
+
+    # -- control flow --
+
+    def _run(self, commands: list[RawCommand], positional: list[Text] | None, calls: int) -> bool:
+        """Run commands in order; False when an `exit` at the top level ended the script."""
+        depth = 0
+        i = 0
+        while i < len(commands):
+            raw = commands[i]
+            head = _literal(raw.words[0])
+            if raw.funcdef or (head == "function" and len(raw.words) >= 2):
+                i = self._define(commands, i)
+                continue
+            words = list(raw.words)
+            while words and _literal(words[0]) in _KEYWORDS:
+                word = _literal(words.pop(0))
+                depth += (word in _OPENERS) - (word in _CLOSERS)
+            i += 1
+            if not words:
+                continue
+            first = _literal(words[0])
+            if first == "exit" and depth <= 0 and not raw.conditional and calls == 0:
+                return False
+            if first in self._functions and calls < _MAX_CALL_DEPTH:
+                args = [t for w in words[1:] for t in self._fields(w, positional)]
+                if not self._run(self._functions[first], args, calls + 1):
+                    return False
+                continue
+            if first == "read" and raw.heredoc is not None:
+                self._read(words, raw, positional)
+                continue
+            self._command(words, positional)
+        return True
+
+    def _define(self, commands: list[RawCommand], i: int) -> int:
+        """`name() { ...; }` / `function name { ...; }`: keep the body for the calls; returns the
+        index after it."""
+        head = commands[i]
+        names = [_literal(w) for w in head.words]
+        name = names[1] if names[0] == "function" else names[0]
+        rest = head.words[2:] if names[0] == "function" else []
+        body: list[RawCommand] = []
+        depth = 0
+        j = i + 1
+        if rest and _literal(rest[0]) == "{":
+            depth = 1
+            if rest[1:]:
+                body.append(RawCommand(rest[1:]))
+        while j < len(commands):
+            words = list(commands[j].words)
+            j += 1
+            if _literal(words[0]) == "{":
+                depth += 1
+                words = words[1:]
+                if depth == 1:
+                    if words:
+                        body.append(RawCommand(words, commands[j - 1].conditional, heredoc=commands[j - 1].heredoc))
+                    continue
+            elif _literal(words[0]) == "}":
+                depth -= 1
+                if depth <= 0:
+                    break
+                continue
+            if depth == 0:  # `f() ( ... )` or a one-line body we do not follow
+                j -= 1
+                break
+            previous = commands[j - 1]
+            body.append(RawCommand(words, previous.conditional, previous.funcdef, previous.heredoc))
+        self._functions[name] = body
+        return j
+
+    def _read(self, words: list[Word], raw: RawCommand, positional: list[Text] | None) -> None:
+        """`read [-r] -d '' NAME <<EOF`: NAME holds the here-document (its first line without -d '')."""
+        names, whole, i = [], False, 1
+        while i < len(words):
+            text = _literal(words[i])
+            if text in _READ_OPTIONS_WITH_VALUE:
+                if text == "-d" and i + 1 < len(words) and _literal(words[i + 1]) == "":
+                    whole = True
+                i += 2
+                continue
+            if text is not None and text.startswith("-"):
+                i += 1
+                continue
+            if text is not None and NAME.fullmatch(text):
+                names.append((text, words[i].line))
+            i += 1
+        if not names:
+            return
+        doc = raw.heredoc
+        lines = doc.body if whole else doc.body[:1]
+        if not lines:
+            value = Text()
+        elif doc.quoted:
+            value = Text()
+            for k, (text, number) in enumerate(lines):  # `\` + newline joins lines, as read does
+                joined = text.endswith("\\")
+                value.add((text[:-1] if joined else text) + ("" if joined or k == len(lines) - 1 else "\n"), number)
+        else:
+            body = "\n".join(t for t, _ in lines)
+            value = self._expand(Lexer(body, lines[0][1], self.label).heredoc_parts(), positional, split=False)[0]
+        # read strips the leading and trailing blanks, and `\` + newline joins lines (without -r)
+        chars = value.chars
+        while chars and chars[0][0] in " \t\n":
+            chars.pop(0)
+        while chars and chars[-1][0] in " \t\n":
+            chars.pop()
+        name, line = names[0]
+        self._set(name, value, Loc(self.label, line))
 
     # -- expansion --
 
@@ -397,102 +289,163 @@ class ShellScript:
         value = self.variables.get(name)
         return None if value is None else value.value
 
-    def _expand_parts(self, parts: list[tuple], line: int, *, partial: bool = False) -> tuple[str | None, Loc | None]:
-        """Expand word parts; returns (text or None, Loc of the variable when the text is exactly one).
-
-        With `partial`, what cannot be resolved is kept as written (`$HOME/data`) instead of failing."""
-        out: list[str] = []
-        try:
-            for part in parts:
-                kind = part[0]
-                try:
-                    if kind == "lit":
-                        out.append(part[1])
-                    elif kind == "var":
-                        value = self.variables.get(part[1])
-                        if value is not None and value.value is not None:
-                            out.append(value.value)
-                        elif part[2] is not None:
-                            text, _ = self._expand_parts(_Lexer(part[2], line, self.label)._word().parts, line,
-                                                         partial=partial)
-                            if text is None:
-                                raise _Unresolved()
-                            out.append(text)
-                        else:
-                            raise _Unresolved()
-                    elif kind == "arith":
-                        out.append(str(_arith(part[1], self._lookup)))
-                    else:
-                        raise _Unresolved()
-                except _Unresolved:
-                    if not partial:
-                        raise
-                    out.append(self._as_written(part))
-        except (_Unresolved, MintMigrateError):
-            return None, None
-        loc = None
-        if len(parts) == 1 and parts[0][0] == "var" and parts[0][1] in self.variables:
-            loc = self.variables[parts[0][1]].loc
-        return "".join(out), loc
-
-    def _as_written(self, part: tuple) -> str:
-        kind = part[0]
-        if kind == "var":
-            return self.partial.get(part[1], f"${part[1]}")
-        if kind == "arith":
-            return f"$(({part[1]}))"
-        if kind == "cmd":
-            return f"$({part[1]})"
-        if kind == "special":
-            return f"${part[1]}"
-        return part[1]
-
-    def _tok(self, word: Word) -> Tok:
-        text, loc = self._expand_parts(word.parts, word.line)
-        tok = Tok(text, word.line, word.raw, loc)
+    def _set(self, name: str, value: Text, loc: Loc) -> None:
+        text = value.text
         if text is None:
-            tok.partial, _ = self._expand_parts(word.parts, word.line, partial=True)
-        first = word.parts[0] if word.parts else None
-        if first and first[0] == "lit" and "=" in first[1]:
-            key, rest = first[1].split("=", 1)
-            value_parts = ([("lit", rest)] if rest else []) + word.parts[1:]
-            tok.key = key
-            tok.value_text, tok.key_value_loc = self._expand_parts(value_parts, word.line)
-            if tok.value_text is None:
-                tok.value_partial, _ = self._expand_parts(value_parts, word.line, partial=True)
-            if not value_parts:
-                tok.value_text = ""
+            self.unresolved.append((loc, f"{name}={value.partial}"))
+            self.partial[name] = value.partial
+        else:
+            self.partial.pop(name, None)
+        # a variable copied whole from another keeps the original definition line
+        where = Loc(self.label, value.line()) if value.line() is not None and text else loc
+        self.variables[name] = Value(text, where, self.level)
+        self._texts[name] = value
+
+    def _param(self, part: Part, positional: list[Text] | None) -> Text | None:
+        """The value of `$name` / `$1` / `$#`, or None when the script does not say."""
+        name = part.text
+        if name.isdigit():
+            if name == "0":
+                out = Text()
+                out.add(self.label, part.line)
+                return out
+            index = int(name) - 1
+            return positional[index] if positional is not None and index < len(positional) else None
+        if name == "#":
+            if positional is None:
+                return None
+            out = Text()
+            out.add(str(len(positional)), part.line)
+            return out
+        return self._texts.get(name)
+
+    def _expand(self, parts: list[Part], positional: list[Text] | None, *, split: bool) -> list[Text]:
+        """Expand word parts into fields: unquoted expansions are split on blanks when `split`."""
+        fields: list[Text] = [Text()]
+        keep = [False]  # a field made of quoted parts stays even when empty
+
+        def add_split(value: Text) -> None:
+            for c, line, unresolved in value.chars:
+                if c in " \t\n" and not unresolved:
+                    if fields[-1].chars or keep[-1]:
+                        fields.append(Text())
+                        keep.append(False)
+                    continue
+                fields[-1].chars.append((c, line, unresolved))
+
+        for part in parts:
+            if part.kind == "lit":
+                fields[-1].add(part.text, part.line)
+                keep[-1] = keep[-1] or part.quoted
+                continue
+            if part.kind == "var" and part.text in "@*" and len(part.text) == 1:
+                if positional is None:
+                    self.unresolved.append((Loc(self.label, part.line), part.raw))  # the caller's extra arguments
+                    continue
+                for k, value in enumerate(positional):
+                    if k:
+                        fields.append(Text())
+                        keep.append(part.quoted)
+                    fields[-1].extend(value)
+                continue
+            value = self._part_value(part, positional)
+            if value is None:
+                fields[-1].add(part.raw, part.line, unresolved=True)
+                keep[-1] = True
+            elif split and not part.quoted:
+                add_split(value)
+            else:
+                start = len(fields[-1].chars)
+                fields[-1].extend(value)
+                if part.kind == "var" and part.text in self.variables and self.variables[part.text].loc is not None:
+                    fields[-1].spans.append((start, len(fields[-1].chars), self.variables[part.text].loc.line))
+                keep[-1] = keep[-1] or part.quoted
+        return [f for f, k in zip(fields, keep) if f.chars or k]
+
+    def _part_value(self, part: Part, positional: list[Text] | None) -> Text | None:
+        if part.kind == "arith":
+            try:
+                value = arith(part.text, self._lookup)
+            except Unresolved:
+                return None
+            out = Text()
+            out.add(str(value), part.line)
+            return out
+        if part.kind != "var":
+            return None  # $(command): never run
+        value = self._param(part, positional)
+        if part.op is None:
+            return value
+        unset = value is None or (part.op.startswith(":") and not value.chars)
+        if part.op.lstrip(":") in {"-", "="} and unset:
+            default = Lexer(part.arg or "", part.line, self.label)
+            try:
+                words = default.word().parts if part.arg else []
+            except MintMigrateError:
+                return None
+            fields = self._expand(words, positional, split=False)
+            return fields[0] if fields else Text()
+        if part.op.lstrip(":") == "+":
+            return Text() if unset else None
+        return value
+
+    def _fields(self, word: Word, positional: list[Text] | None) -> list[Text]:
+        return self._expand(word.parts, positional, split=True)
+
+    def _tok(self, value: Text, word: Word, *, literal_key: bool) -> Tok:
+        text = value.text
+        first_line = value.chars[0][1] if value.chars else word.line
+        line = value.line()
+        tok = Tok(text, first_line, value.partial, Loc(self.label, line) if line is not None else None)
+        if text is None:
+            tok.partial = value.partial
+        shown = text if text is not None else value.partial
+        equals = next((k for k, (c, _, unresolved) in enumerate(value.chars) if c == "=" and not unresolved), None)
+        if equals is not None:
+            tok.key = value.cut(0).partial[:equals]
+            tok.literal_key = literal_key
+            rest = value.cut(equals + 1)
+            tok.value_text = rest.text
+            rest_line = rest.line()
+            tok.key_value_loc = Loc(self.label, rest_line) if rest_line is not None else None
+            if rest.text is None:
+                tok.value_partial = rest.partial
         return tok
 
     # -- commands --
 
-    def _command(self, words: list[Word]) -> None:
-        toks = [self._tok(w) for w in words]
-        words_tok = list(toks)
+    def _command(self, words: list[Word], positional: list[Text] | None) -> None:
+        # leading NAME=value words: variables (alone) or the command's environment; not split
         env: dict[str, Value] = {}
-        # leading NAME=value words: variables (alone) or the command's environment
-        while toks and toks[0].key is not None and _ASSIGN.fullmatch(toks[0].key + "="):
-            tok = toks.pop(0)
-            env[tok.key.rstrip("+")] = self._value_of(tok)
-        if not toks:
-            self.variables.update(env)
-            for tok in words_tok:
-                if tok.key is not None and tok.value_partial is not None:
-                    self.partial[tok.key.rstrip("+")] = tok.value_partial
+        assignments: list[tuple[str, Text, Loc]] = []
+        while words and _assignment(words[0]):
+            word = words.pop(0)
+            name = _assignment(word)
+            value = self._expand(_after_equals(word), positional, split=False)
+            assignments.append((name, value[0] if value else Text(), Loc(self.label, word.line)))
+        if not words:
+            for name, value, loc in assignments:
+                self._set(name, value, loc)
             return
-        head = toks[0].text or ""
+        for name, value, loc in assignments:
+            line = value.line()
+            env[name] = Value(value.text, Loc(self.label, line) if line is not None and value.text else loc, self.level)
+        head = _literal(words[0])
         if head in _DECLARE:
-            for tok in toks[1:]:
-                if tok.key is not None and _NAME.fullmatch(tok.key):
-                    self.variables[tok.key] = self._value_of(tok)
-                    if tok.value_partial is not None:
-                        self.partial[tok.key] = tok.value_partial
-                    if head == "export":
-                        self.exports[tok.key] = self.variables[tok.key]
+            for word in words[1:]:
+                name = _assignment(word)
+                if name is None:
+                    continue
+                value = self._expand(_after_equals(word), positional, split=False)
+                self._set(name, value[0] if value else Text(), Loc(self.label, word.line))
+                if head == "export":
+                    self.exports[name] = self.variables[name]
             return
-        while toks and (toks[0].text in _KEYWORDS):
-            toks.pop(0)
+        toks = [self._tok(field, word, literal_key=bool(_assignment(word)))
+                for word in words for field in self._fields(word, positional)]
         if not toks:
+            return
+        if self._inline_script(toks, positional):
             return
         if (toks[0].text or "").startswith("--") and self.commands:
             self.stray_flags.append(Loc(self.label, toks[0].line))
@@ -500,12 +453,32 @@ class ShellScript:
         if command is not None:
             self.commands.append(command)
 
+    def _inline_script(self, toks: list[Tok], positional: list[Text] | None) -> bool:
+        """`[srun ...] bash -c "..."`: the string is a script of its own, run here (its lines are
+        the lines it is written on; what the outer shell expanded stays expanded)."""
+        i = 0
+        while i < len(toks) and (toks[i].text or "").rsplit("/", 1)[-1] in _WRAPPERS:
+            i += 1
+            while i < len(toks) and (toks[i].raw.startswith("-") or toks[i].key is not None):
+                i += 1
+        if i + 2 >= len(toks) or (toks[i].text or "").rsplit("/", 1)[-1] not in {"bash", "sh", "zsh"}:
+            return False
+        if toks[i + 1].text != "-c":
+            return False
+        body = toks[i + 2]
+        try:
+            commands = Lexer(body.raw, body.line, self.label).run()
+        except MintMigrateError:
+            return True  # an inline script we cannot read: nothing to follow
+        self._run(commands, positional, 1)
+        return True
+
     def _value_of(self, tok: Tok) -> Value:
         loc = Loc(self.label, tok.line)
         if tok.value_text is None:
             self.unresolved.append((loc, tok.raw))
-        # a variable copied whole from another keeps the original definition line
         return Value(tok.value_text, tok.key_value_loc or loc, self.level)
+
 
     def _launch(self, toks: list[Tok], env: dict[str, Value], launchers: list[str]) -> Command | None:
         while toks and (toks[0].text or "").rsplit("/", 1)[-1] in _WRAPPERS:
@@ -573,7 +546,7 @@ class ShellScript:
         i = 0
         while i < len(toks):
             tok = toks[i]
-            text = tok.text or ""
+            text = tok.text if tok.text is not None else tok.raw
             if not text.startswith("-"):
                 break
             if text in {"-m", "--module"}:
@@ -584,7 +557,7 @@ class ShellScript:
                 options.append(self._flag_arg(tok, text.split("=", 1)[0], tok.value_text, tok.key_value_loc))
                 i += 1
                 continue
-            takes_value = text not in bare and i + 1 < len(toks) and not (toks[i + 1].text or "").endswith(".py")
+            takes_value = text not in bare and i + 1 < len(toks) and not (toks[i + 1].raw or "").endswith(".py")
             if takes_value:
                 options.append(self._flag_arg(toks[i + 1], text, toks[i + 1].text, toks[i + 1].value_loc))
                 i += 2
@@ -611,7 +584,7 @@ class ShellScript:
             raw = tok.value_partial if tok.raw.startswith("-") and "=" in tok.raw else tok.partial
         if text is None:
             self.unresolved.append((Loc(self.label, tok.line), tok.raw))
-            return Arg(_norm(flag), flag, None, "flag", _unquote(raw), Loc(self.label, tok.line))
+            return Arg(_norm(flag), flag, None, "flag", _unquote(raw), loc)
         return Arg(_norm(flag), flag, Value(parse_scalar(text), loc, self.level), "flag", _unquote(raw), loc)
 
     def _finish(self, program: str, module: str | None, script: str | None, sub: str | None,
@@ -661,7 +634,7 @@ class ShellScript:
                 raw = tok.value_partial or (_unquote(tok.raw.split("=", 1)[1]) if "=" in tok.raw else "")
                 if tok.value_text is None:
                     self.unresolved.append((Loc(self.label, tok.line), tok.raw))
-                    args.append(Arg(m.group(2), tok.key, None, "override", raw, Loc(self.label, tok.line)))
+                    args.append(Arg(m.group(2), tok.key, None, "override", raw, loc))
                 else:
                     args.append(Arg(m.group(2), tok.key, Value(parse_scalar(tok.value_text), loc, self.level),
                                     "override", raw, loc))
@@ -714,7 +687,6 @@ def _world_size(program: str, options: list[Arg]) -> Value | None:
     return per_node.with_value(total)
 
 
-
 _LAUNCH_START = re.compile(
     r"\s*(?:\$\s+)?((?:[A-Z_][A-Z0-9_]*=\S*\s+)*"
     r"(?:nohup\s+|time\s+)?(?:python[\d.]*|torchrun|deepspeed|accelerate\s+launch|trl\s+\w+|ray\s+job\s+submit|uv\s+run)\b.*)"
@@ -746,3 +718,25 @@ def commands_in_text(text: str, label: str, first_line: int, level: Level = Leve
             continue
         commands.extend(script.commands)
     return commands
+
+
+def _literal(word: Word) -> str | None:
+    """A word's text when it is all literal (keywords, command names), else None."""
+    if all(p.kind == "lit" for p in word.parts):
+        return "".join(p.text for p in word.parts)
+    return None
+
+
+def _assignment(word: Word) -> str | None:
+    """`NAME=...` / `NAME+=...` written literally: the name; else None."""
+    first = word.parts[0] if word.parts else None
+    if first is None or first.kind != "lit" or first.quoted:
+        return None
+    m = _ASSIGN.match(first.text)
+    return m.group(1) if m else None
+
+
+def _after_equals(word: Word) -> list[Part]:
+    first = word.parts[0]
+    rest = first.text.split("=", 1)[1]
+    return ([Part("lit", rest, False, first.line)] if rest else []) + word.parts[1:]

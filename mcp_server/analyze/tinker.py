@@ -10,8 +10,10 @@ import libcst as cst
 from mcp_server.analyze.evidence import Evidence, Level, Value
 from mcp_server.analyze.inputs import Project
 from mcp_server.analyze.pycommon import dataset_calls, dataset_id
-from mcp_server.analyze.pysource import CallSite, PySource, dotted_name, iter_nodes
+from mcp_server.analyze.pyvalues import CallSite, PySource
+from mcp_server.pyindex import dotted_name, iter_nodes
 from mcp_server.plan import Algorithm
+from mcp_server.analyze.registry import Analyzer
 
 LOSSES: dict[str, Algorithm] = {"cross_entropy": "sft", "importance_sampling": "grpo", "ppo": "grpo", "cispo": "grpo",
                                 "dro": "grpo", "gspo": "grpo", "stable_reinforce": "grpo"}
@@ -26,7 +28,7 @@ FIELDS = {
     "max_tokens": "max_response_length", "max_length": "max_seq_length",
     "num_epochs": "num_epochs", "max_steps": "max_steps",
     "temperature": "temperature", "kl_penalty_coef": "kl_coef", "dpo_beta": "beta", "beta": "beta",
-    "dataset": "dataset", "dataset_name": "dataset", "hf_dataset": "dataset",
+    "dataset": "dataset", "dataset_name": "dataset", "hf_dataset": "dataset", "env": "dataset",
 }
 _COOKBOOK_MODULES: dict[str, Algorithm] = {
     "tinker_cookbook.supervised": "sft", "tinker_cookbook.rl": "grpo", "tinker_cookbook.preference": "dpo",
@@ -140,6 +142,12 @@ def _calls(src: PySource, ev: Evidence) -> None:
         loc = src.imports_module(module)
         if loc is not None:
             ev.vote(algorithm, loc, f"imports {module}", 1)
+    for call in src.calls:  # the cookbook trainer the script configures and runs decides
+        if call.name in {"Config", "main"} and call.qualname.startswith("tinker_cookbook."):
+            module = call.qualname.rsplit(".", 1)[0]
+            algorithm = next((alg for prefix, alg in _COOKBOOK_MODULES.items() if module.startswith(prefix)), None)
+            if algorithm is not None:
+                ev.vote(algorithm, call.loc, f"{module}.{call.name}", 2)
     for call in src.calls:
         name = call.name.removesuffix("_async")
         if name == "create_lora_training_client":
@@ -174,6 +182,9 @@ def _calls(src: PySource, ev: Evidence) -> None:
         elif call.name == "SamplingParams":
             ev.setting("max_response_length", call.kwarg("max_tokens"))
             ev.setting("temperature", call.kwarg("temperature"))
+        elif call.name == "apply" and isinstance(call.node.func, cst.Attribute) and isinstance(call.node.func.value, cst.Call) \
+                and (dotted_name(call.node.func.value.func) or "").endswith("Blueprint"):
+            _blueprint(src, call, ev)  # chz.Blueprint(train.Config).apply({"learning_rate": 2e-4, ...})
         elif call.name == "Config" or call.name.endswith(("DatasetBuilder", "CommonConfig", "Config")):
             for key, value in call.kwargs().items():
                 setting = FIELDS.get(key)
@@ -186,6 +197,21 @@ def _calls(src: PySource, ev: Evidence) -> None:
         ev.vote(LOSSES[loss.value], loss.loc, f"loss_fn='{loss.value}'", 2)
     if loss is not None and loss.value in {"gspo"}:
         ev.set_variant("gspo", loss.loc)
+
+
+def _blueprint(src: PySource, call: CallSite, ev: Evidence) -> None:
+    values = call.arg_node(0)
+    if not isinstance(values, cst.Dict):
+        return
+    for element in values.elements:
+        if not isinstance(element, cst.DictElement):
+            continue
+        key = src.evaluate(element.key, call.scope)
+        setting = FIELDS.get(key.value) if key is not None and isinstance(key.value, str) else None
+        if setting is not None:
+            ev.setting(setting, src.evaluate(element.value, call.scope))
+        elif key is not None and key.value == "loss_fn":
+            ev.extra("loss_fn", src.evaluate(element.value, call.scope))
 
 
 def _mentions(src: PySource, words: tuple[str, ...]) -> bool:
@@ -323,3 +349,13 @@ def _produced_by(src: PySource, name: str, line: int, depth: int) -> list[str]:
 def _calls_in(node: cst.CSTNode) -> list[cst.Call]:
     return [n for n in iter_nodes(node) if isinstance(n, cst.Call)]
 
+
+ANALYZER = Analyzer(
+    name="tinker",
+    signals="`import tinker`, `tinker_cookbook`, `ServiceClient`, `forward_backward`, chz `CLIConfig` recipes. "
+            "Usually written for tinker 0.38",
+    analyze=analyze,
+    defaults=defaults,
+    imports=("tinker", "tinker_cookbook", "mint"),
+    detect_command=lambda command, script: (command.module or command.script or "").startswith("tinker_cookbook"),
+)

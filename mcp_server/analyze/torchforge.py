@@ -5,11 +5,12 @@ Both spellings of the config are read: the current one (`policy.engine_args`, `p
 `batch_size`). `${key}` interpolations are followed to the line that sets the value.
 """
 
-from mcp_server.analyze.evidence import Evidence, Loc, Value
+from mcp_server.analyze.evidence import Evidence, Level, Loc, Value
 from mcp_server.analyze.inputs import Project
 from mcp_server.analyze.pycommon import function_names, infra_imports, server_side
 from mcp_server.analyze.scalars import as_number
 from mcp_server.plan import Algorithm
+from mcp_server.analyze.registry import Analyzer
 
 # Order matters: for the same setting, a later key wins (the one the run really uses).
 KEYS = [
@@ -67,7 +68,11 @@ def analyze(project: Project, ev: Evidence) -> None:
     if datasets is not None and isinstance(datasets.value, list):
         paths = [d["path"] for d in datasets.value if isinstance(d, dict) and isinstance(d.get("path"), str)]
         if paths:
-            ev.setting("dataset", datasets.with_value(paths if len(paths) > 1 else paths[0]))
+            key = "training.datasets" if config.get("training.datasets") is datasets else "dataset.datasets"
+            line = next((y.yaml.item_lines[f"{key}.0.path"] for y in project.yamls()
+                         if y.yaml.label == datasets.loc.path and f"{key}.0.path" in y.yaml.item_lines), None)
+            where = datasets if line is None else Value(datasets.value, Loc(datasets.loc.path, line), datasets.level)
+            ev.setting("dataset", where.with_value(paths if len(paths) > 1 else paths[0]))
 
     rl = any(k in config for k in ("group_size", "policy.sampling_params.n", "policy.sampling_config.n"))
     first = next(iter(config.values())).loc if config else Loc(project.primary.label, 1)
@@ -105,7 +110,7 @@ def analyze(project: Project, ev: Evidence) -> None:
                     server_side(ev, "vLLM Generator service", call.loc)
             if call.name in {"SimpleGRPOLoss", "GRPOLoss"}:
                 ev.vote("grpo", call.loc, f"{call.name}(...)", 3)
-                beta = call.kwarg("beta")
+                beta = call.kwarg("beta") or src.field_value(call.name, "beta", parsed=False)
                 ev.setting("kl_coef", beta)
                 ev.construct(f"{call.name}(beta=...)", call.loc, "forward_backward(data, 'importance_sampling')",
                              "per-token mean in forge, sum on MinT: scale advantages by 1/len for parity")
@@ -118,6 +123,11 @@ def analyze(project: Project, ev: Evidence) -> None:
                 names = function_names(call.kwarg_node("reward_functions"), src, call.scope)
                 if names:
                     ev.setting("reward_functions", Value(names, src.loc(call.kwarg_node("reward_functions"))))
+        for fn in src.functions.values():  # a GRPO loss written in the app: `def simple_grpo_loss(..., beta=0.1)`
+            if "grpo" in fn.name.lower() and "loss" in fn.name.lower() and "beta" in fn.params \
+                    and fn.params["beta"].default is not None and ev.best("kl_coef") is None:
+                default = src.evaluate(fn.params["beta"].default, fn.node)
+                ev.setting("kl_coef", None if default is None else Value(default.value, default.loc, Level.DEFAULT))
         if src.imports_module("forge.actors.trainer") and not ev.votes:
             ev.vote("sft", src.imports_module("forge.actors.trainer"), "a torchforge trainer without GRPO", 0)
         for module in ("apps.sft", "forge.apps.sft"):
@@ -129,3 +139,20 @@ def analyze(project: Project, ev: Evidence) -> None:
                 "sum over tokens. Scale the advantages by 1/len(response) to keep the same weighting.", None)
     if not ev.votes:
         ev.vote("other", None, "no torchforge GRPO or SFT construct found", 0)
+
+
+def is_forge_command(command, script) -> bool:
+    target = command.module or command.script or ""
+    return target.startswith(("apps.grpo", "apps.sft", "forge.")) or "/apps/grpo/" in target or "/apps/sft/" in target
+
+
+ANALYZER = Analyzer(
+    name="torchforge",
+    signals="`apps.grpo.main` / `apps.sft.main --config *.yaml`, `Generator`/`Policy`, `TitanTrainer`, `Episode`, `ReplayBuffer`, "
+            "Monarch `.route()` / `.fanout()`",
+    analyze=analyze,
+    defaults=defaults,
+    imports=("forge", "monarch", "apps.grpo", "apps.sft"),
+    detect_command=is_forge_command,
+    detect_config=looks_like_config,
+)

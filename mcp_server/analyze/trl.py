@@ -24,8 +24,10 @@ from mcp_server.analyze.pycommon import (
     server_side,
     teacher_warning,
 )
-from mcp_server.analyze.pysource import CallSite, PySource
+from mcp_server.analyze.scalars import as_int
+from mcp_server.analyze.pyvalues import CallSite, PySource
 from mcp_server.plan import Algorithm
+from mcp_server.analyze.registry import Analyzer
 
 TRAINERS: dict[str, Algorithm] = {
     "SFTTrainer": "sft", "DPOTrainer": "dpo", "GRPOTrainer": "grpo", "PPOTrainer": "ppo",
@@ -72,7 +74,10 @@ EXTRAS = {"epsilon_high", "loss_type", "importance_sampling_level", "num_iterati
           "gradient_checkpointing", "packing", "assistant_only_loss", "completion_only_loss", "use_peft",
           "lora_r", "lora_alpha", "lora_target_modules", "lora_dropout", "teacher_model_name_or_path",
           "reward_model_path", "sft_model_path", "vf_coef", "num_ppo_epochs", "load_in_4bit", "load_in_8bit",
-          "desirable_weight", "undesirable_weight", "center_rewards_coefficient", "lmbda", "top_p", "top_k"}
+          "desirable_weight", "undesirable_weight", "center_rewards_coefficient", "lmbda", "top_p", "top_k",
+          # read by analyze/task.py: the data's columns and split, the reward weights, the LR warmup
+          "warmup_steps", "dataset_text_field", "reward_weights", "dataset_train_split", "dataset_config",
+          "steps_per_generation"}
 _GENERIC_YAML_HINTS = {"model_name_or_path", "learning_rate", "per_device_train_batch_size", "num_train_epochs",
                        "gradient_accumulation_steps", "dataset_name", "dataset_mixer", "dataset_mixture",
                        "max_seq_length", "output_dir", "bf16", "lr_scheduler_type"}
@@ -200,24 +205,26 @@ def _trainer(call: CallSite, src: PySource, ev: Evidence, fields: list[tuple[str
     if model is not None:
         value = src.evaluate(model, call.scope)
         if value is not None and isinstance(value.value, str):
-            fields.append(("model_name_or_path", value))
+            fields.append(("trained_model", value))
         else:
             loader = src.assigned_call(model, call.scope)
             if loader is not None and loader.name == "from_pretrained" and model_id(loader) is not None:
-                fields.append(("model_name_or_path", model_id(loader)))
+                fields.append(("trained_model", model_id(loader)))
     for key in ("ref_model", "teacher_model", "reward_model", "value_model"):
         node = call.kwarg_node(key)
         if node is None or (isinstance(node, cst.Name) and node.value == "None"):
             continue
         ev.extra(f"trl.{key}", Value(True, src.loc(node)))
     rewards = call.kwarg_node("reward_funcs")
+    if isinstance(rewards, cst.Call) or (isinstance(rewards, cst.Name) and rewards.value == "None"):
+        rewards = None  # built by a factory (from the recipe's reward_funcs list), or none at all
     if rewards is not None:
         names = function_names(rewards, src, call.scope)
         if names:
             ev.setting("reward_functions", Value(names, src.loc(rewards), Level.CODE))
             for name in names:
                 fn = src.functions.get(name)
-                where = fn.loc if fn else src.loc(rewards)
+                where = src.at(fn.line) if fn else src.loc(rewards)
                 ev.construct(f"reward function {name}", where, "reward_fn(prompt, completion, row) -> float in train.py",
                              "a plain Python function: copy its body into the scaffold's reward")
     peft = call.kwarg_node("peft_config")
@@ -240,7 +247,7 @@ def _trainer(call: CallSite, src: PySource, ev: Evidence, fields: list[tuple[str
 
 def _flag_fields(flags: dict[str, Value]) -> list[tuple[str, Value]]:
     return [(name, value) for name, value in flags.items() if name in FIELDS or name in EXTRAS
-            or name in {"beta", "reward_funcs", "dataset_mixer"}]
+            or name in {"beta", "reward_funcs", "dataset_mixer", "sft_model_path"}]
 
 
 def _dataset_mixture(y: InputFile, ev: Evidence) -> None:
@@ -250,9 +257,10 @@ def _dataset_mixture(y: InputFile, ev: Evidence) -> None:
                    else mixer.with_value(next(iter(mixer.value))))
     mixture = y.yaml.get("dataset_mixture.datasets")
     if mixture is not None and isinstance(mixture.value, list):
-        ids = [d.get("id") for d in mixture.value if isinstance(d, dict) and d.get("id")]
-        if ids:
-            ev.setting("dataset", mixture.with_value(ids if len(ids) > 1 else ids[0]))
+        ids = list(dict.fromkeys(d.get("id") for d in mixture.value if isinstance(d, dict) and d.get("id")))
+        if ids:  # the distinct ids (a mixture may take several splits of one), cited at the first id
+            line = y.yaml.item_lines.get("dataset_mixture.datasets.0.id", mixture.loc.line)
+            ev.setting("dataset", Value(ids, Loc(mixture.loc.path, line), mixture.level))
 
 
 # --- fields -> settings -------------------------------------------------------------------------------
@@ -263,7 +271,13 @@ def _apply_fields(fields: list[tuple[str, Value | None]], algorithm: Algorithm, 
     for name, value in fields:
         if value is None or not name:
             continue
-        if name == "beta":
+        if name == "trained_model" or (name == "sft_model_path" and algorithm == "ppo"):
+            ev.setting("base_model", value)  # PPO's policy starts from sft_model_path
+        elif name == "model_name_or_path" and algorithm == "ppo":
+            continue  # in TRL's PPO it only loads the tokenizer
+        elif name == "max_steps" and (as_int(value.value) or 0) <= 0:
+            continue  # -1: "not set", train by epochs
+        elif name == "beta":
             ev.setting("kl_coef" if algorithm in {"grpo", "reinforce", "ppo"} else "beta", value)
         elif name == "reward_funcs":
             names = value.value if isinstance(value.value, list) else [value.value]
@@ -417,3 +431,19 @@ _DEFAULTS: dict[str, dict[str, tuple[object, str]]] = {
 
 def defaults(algorithm: Algorithm) -> dict[str, tuple[object, str]]:
     return {**_TRAINING_ARGUMENTS, **_DEFAULTS.get(algorithm, {})}
+
+
+def _is_trl_command(command, script) -> bool:
+    return command.program == "trl"
+
+
+ANALYZER = Analyzer(
+    name="trl",
+    signals="`from trl import SFTTrainer/DPOTrainer/GRPOTrainer/...`, `*Config(...)`, `TrlParser`/`HfArgumentParser`, "
+            "`trl sft ...`, recipe YAMLs (`model_name_or_path`, `learning_rate`, ...)",
+    analyze=analyze,
+    defaults=defaults,
+    imports=("trl",),
+    detect_command=_is_trl_command,
+    detect_config=looks_like_recipe,
+)

@@ -9,8 +9,10 @@ from mcp_server.analyze.evidence import Evidence, Level, Loc, Value
 from mcp_server.analyze.inputs import InputFile, Project, add_file
 from mcp_server.analyze.pycommon import infra_imports, server_side
 from mcp_server.analyze.scalars import as_number
+from mcp_server.analyze.pyvalues import PySource
 from mcp_server.analyze.shell import Arg, Command
 from mcp_server.plan import Algorithm
+from mcp_server.analyze.registry import Analyzer
 
 RL_KEYS = {
     "actor_rollout_ref.model.path": "base_model",
@@ -88,9 +90,24 @@ def looks_like_config(keys: list[str]) -> bool:
                for k in keys) or "model.partial_pretrain" in keys
 
 
+def reward_module(src: PySource) -> Loc | None:
+    """A verl reward function file: a top-level `compute_score(data_source, solution_str, ground_truth, ...)`."""
+    fn = src.functions.get("compute_score")
+    if fn is None or not {"solution_str", "ground_truth"} <= set(fn.params):
+        return None
+    return src.at(fn.line)
+
+
+def detect_python(src: PySource) -> Loc | None:
+    return src.imports_module("verl") or reward_module(src)
+
+
 def analyze(project: Project, ev: Evidence) -> None:
     command = next((c for c in project.commands() if is_verl_command(c)), None)
     config, args = _merged(project, command)
+    if command is None and not config:
+        _reward_alone(project, ev)
+        return
     sft = _is_sft(command, config)
     keys = SFT_KEYS if sft else RL_KEYS
     for f in project.pythons():
@@ -243,6 +260,25 @@ def _rl(project: Project, config: dict[str, Value], ev: Evidence, command: Comma
     _reward_function(project, config, ev)
 
 
+def _reward_alone(project: Project, ev: Evidence) -> None:
+    """Only a reward module: report the reward function, and that there is no trainer to migrate."""
+    for f in project.pythons():
+        where = reward_module(f.python)
+        if where is None:
+            continue
+        ev.setting("reward_functions", Value(["compute_score"], where, Level.CODE))
+        ev.extra("kind_hint", Value("grpo", where))
+        ev.vote("other", where, "a verl reward function (compute_score) with no trainer config or launch command", 0)
+        ev.construct("compute_score(data_source, solution_str, ground_truth, extra_info)", where,
+                     "reward_fn(prompt, completion, row) -> float in train.py",
+                     "call it with the decoded completion as solution_str and the row's answer as ground_truth")
+        ev.warn("NO_TRAINER", f"{f.label} is a verl reward function with no trainer: the run that uses it (its launch "
+                "script or config, with custom_reward_function.path) says the algorithm and the settings. Pass "
+                "that as the source and this file with --config; the train.py here is the GRPO scaffold with this "
+                "reward.", where)
+        return
+
+
 def _kl_warning(ev: Evidence, what: str, value: Value) -> None:
     ev.warn("KL_REFERENCE", f"{what}: MinT's built-in losses have no KL term. Fold the KL penalty into the reward "
             "(reward - coef * (logp - logp_ref), reference logprobs from a base-model sampler's compute_logprobs), "
@@ -266,7 +302,7 @@ def _reward_function(project: Project, config: dict[str, Value], ev: Evidence) -
         ev.warn("REWARD_FN_MISSING", f"{reward_file.label} defines no function {fn}; verl would fail to load it.",
                 path.loc)
         return
-    ev.construct(f"custom_reward_function {fn}(data_source, solution_str, ground_truth, extra_info)", info.loc,
+    ev.construct(f"custom_reward_function {fn}(data_source, solution_str, ground_truth, extra_info)", reward_file.python.at(info.line),
                  "reward_fn(prompt, completion, row) -> float in train.py",
                  "call it with the decoded completion as solution_str and the row's answer as ground_truth")
 
@@ -280,3 +316,16 @@ def _reward_file(project: Project, written: str) -> InputFile | None:
         if candidate.is_file() and candidate.suffix == ".py":
             return add_file(project, candidate, auto=True)
     return None
+
+
+ANALYZER = Analyzer(
+    name="verl",
+    signals="`python -m verl.trainer.main_ppo` with hydra overrides (`actor_rollout_ref.rollout.n=5`), "
+            "`ppo_trainer.yaml`, `fsdp_sft_trainer`, a `compute_score` reward module",
+    analyze=analyze,
+    defaults=defaults,
+    imports=("verl",),
+    detect_python=detect_python,
+    detect_command=lambda command, script: is_verl_command(command),
+    detect_config=looks_like_config,
+)

@@ -23,6 +23,7 @@ class YamlConfig:
         self.label = label
         self.level = level
         self.values: dict[str, Value] = {}
+        self.item_lines: dict[str, int] = {}  # `key.0.path` -> line, for mappings inside lists
         try:
             node = yaml.compose(text, Loader=yaml.SafeLoader)
         except yaml.YAMLError as exc:
@@ -42,6 +43,13 @@ class YamlConfig:
         if node is not None:
             self._walk(node, "")
         self._resolve_interpolations()
+
+    @classmethod
+    def from_values(cls, label: str, values: dict[str, Value]) -> "YamlConfig":
+        """A config made of values read elsewhere (a hydra composition of several files)."""
+        config = cls("{}", label)
+        config.values = dict(values)
+        return config
 
     def __contains__(self, key: str) -> bool:
         return key in self.values
@@ -70,6 +78,12 @@ class YamlConfig:
             if isinstance(value_node, yaml.MappingNode):
                 self._walk(value_node, key + ".")
                 continue
+            if isinstance(value_node, yaml.SequenceNode):
+                for i, item in enumerate(value_node.value):
+                    if isinstance(item, yaml.MappingNode):
+                        for k, _ in item.value:
+                            if isinstance(k, yaml.ScalarNode):
+                                self.item_lines[f"{key}.{i}.{k.value}"] = k.start_mark.line + 1
             self.values[key] = Value(self._construct(value_node), Loc(self.label, line), self.level)
 
     def _construct(self, node: yaml.Node) -> Any:

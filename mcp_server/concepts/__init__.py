@@ -172,7 +172,8 @@ def map_concept(framework: str, concept: str | None = None) -> ConceptTable:
             every_name = [n for c in concepts for n in _names(c) + _source_parts(c)]
             raise UnknownName(
                 f"Unknown {fw} concept '{concept}'. Known concepts: {', '.join(ids)}."
-                f"{_closest(concept, every_name)} Call map_concept with no concept for the whole table."
+                f"{_closest(concept, every_name)} The whole table: `mint-migrate map {fw}` at a shell, or "
+                f"map_concept(framework='{fw}') with no concept."
             )
         concepts = hits[:1]
     return ConceptTable(framework=fw, title=table.title, summary=table.summary, concepts=concepts)

@@ -6,8 +6,6 @@ written here: the CLI writes `fixed_source` for `lint --fix`. The rules and thei
 live in the registry (`mcp_server.lint.registry.RULES`); docs/rules.md is generated from it.
 """
 
-import ast
-import warnings
 from pathlib import Path
 
 import libcst as cst
@@ -19,6 +17,7 @@ from mcp_server.lint.context import build_context
 from mcp_server.lint.fixes import apply_fixes
 from mcp_server.lint.registry import RULES, Rule, all_rules
 from mcp_server.plan import Finding
+from mcp_server.pyindex import PythonParseError, parse_python
 
 FAMILIES = (sdk_rules, training_rules, setup_rules)
 
@@ -40,9 +39,9 @@ class LintReport(BaseModel):
 def lint_source(source: str, path: str = "<source>", *, fix: bool = False) -> LintReport:
     """Lint Python source; findings describe `source` as given, fixes come back in `fixed_source`."""
     try:
-        module = cst.parse_module(source)
-    except (cst.ParserSyntaxError, cst.CSTValidationError, RecursionError, ValueError) as exc:
-        line, col, message = _syntax_error(source, exc)
+        module = parse_python(source, path)
+    except PythonParseError as exc:
+        line, col, message = exc.line, exc.column, exc.reason
         return LintReport(
             path=path, parse_error=f"line {line}, col {col}: {message}", parse_error_line=line, parse_error_col=col
         )
@@ -77,23 +76,3 @@ def lint_path(path: Path, *, fix: bool = False) -> LintReport:
             f"{path} is not UTF-8 text (byte {exc.start}); lint reads Python source files."
         ) from None
     return lint_source(source, str(path), fix=fix)
-
-
-def _syntax_error(source: str, exc: Exception) -> tuple[int, int, str]:
-    """(line, col, message) without echoing the offending line, which may hold a secret.
-    Python's own parser locates errors better than libcst's tokenizer, so ask it first."""
-    try:
-        with warnings.catch_warnings():  # invalid escapes and the like are not this report's business
-            warnings.simplefilter("ignore")
-            compile(source, "<lint>", "exec", flags=ast.PyCF_ONLY_AST | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)
-    except SyntaxError as err:
-        return err.lineno or 1, err.offset or 1, err.msg
-    except (ValueError, RecursionError, MemoryError) as err:  # null bytes, absurd nesting
-        return 1, 1, str(err).splitlines()[0] if str(err) else type(err).__name__
-    if isinstance(exc, cst.ParserSyntaxError):
-        return exc.raw_line, exc.raw_column + 1, exc.message.splitlines()[0]
-    if isinstance(exc, cst.CSTValidationError):
-        return 1, 1, "libcst cannot represent this source (an identifier it does not accept)"
-    if isinstance(exc, RecursionError):
-        return 1, 1, "the code is nested too deeply to parse"
-    return 1, 1, str(exc).splitlines()[0] if str(exc) else type(exc).__name__

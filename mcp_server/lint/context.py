@@ -13,6 +13,8 @@ from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
 from mcp_server.lint.registry import get_rule
 from mcp_server.plan import Finding
+from mcp_server.pyindex import PyIndex, string_value
+from mcp_server.pyindex import dotted_name as dotted
 
 Edit = Callable[[cst.CSTNode], cst.CSTNode | cst.FlattenSentinel | cst.RemovalSentinel]
 
@@ -32,7 +34,7 @@ class LintContext:
     positions: dict = field(default_factory=dict)
     findings: list[Finding] = field(default_factory=list)
     edits: dict[int, list[PendingEdit]] = field(default_factory=dict)
-    # filled by FileIndex
+    # filled from the shared index (mcp_server/pyindex.py)
     imports: dict[str, str] = field(default_factory=dict)  # local name -> qualified name
     uses_sdk: bool = False
     argparse_defaults: dict[str, cst.BaseExpression] = field(default_factory=dict)
@@ -135,16 +137,6 @@ def last_name(expr: cst.BaseExpression | None) -> str | None:
     return None
 
 
-def dotted(expr: cst.BaseExpression | None) -> str | None:
-    """`a.b.c` for a chain of names, else None."""
-    if isinstance(expr, cst.Name):
-        return expr.value
-    if isinstance(expr, cst.Attribute):
-        base = dotted(expr.value)
-        return f"{base}.{expr.attr.value}" if base else None
-    return None
-
-
 def call_method(call: cst.Call) -> str | None:
     """The attribute name of `x.method(...)`, else None."""
     return call.func.attr.value if isinstance(call.func, cst.Attribute) else None
@@ -172,13 +164,6 @@ def argument(call: cst.Call, index: int, name: str) -> cst.BaseExpression | None
 
 def has_star_kwargs(call: cst.Call) -> bool:
     return any(a.star == "**" for a in call.args)
-
-
-def string_value(expr: cst.BaseExpression | None) -> str | None:
-    if isinstance(expr, (cst.SimpleString, cst.ConcatenatedString)):
-        value = expr.evaluated_value
-        return value if isinstance(value, str) else None
-    return None
 
 
 def number_value(expr: cst.BaseExpression | None, module: cst.Module) -> float | None:
@@ -228,107 +213,32 @@ def mask_secret(secret: str) -> str:
 
 
 # --- the file index -----------------------------------------------------------------------
+# Imports, argparse defaults, config-class field defaults and functions come from the shared
+# index (mcp_server/pyindex.py), the same one analyze and preflight read. Lint adds one thing of
+# its own: whether the script switches the Hugging Face hub offline.
 
 
-class FileIndex(cst.BatchableCSTVisitor):
-    """One pass over the file for what rules look up by name: imports (any scope), argparse
-    defaults, config-class field defaults, function definitions, HF offline switches."""
+class _HubOffline(cst.BatchableCSTVisitor):
+    """`os.environ["HF_HUB_OFFLINE"] = "1"` / `os.environ.setdefault("HF_HUB_OFFLINE", "1")`."""
 
-    def __init__(self, ctx: LintContext) -> None:
+    def __init__(self, ctx: "LintContext") -> None:
         super().__init__()
         self.ctx = ctx
-        self._class_depth = 0
-        self._function_depth = 0
-
-    def visit_Import(self, node: cst.Import) -> None:
-        for alias in node.names:
-            full = dotted(alias.name) or ""
-            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
-                self.ctx.imports[alias.asname.name.value] = full
-            else:
-                top = full.split(".")[0]
-                self.ctx.imports[top] = top
-            if full.split(".")[0] in SDK_MODULES:
-                self.ctx.uses_sdk = True
-
-    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
-        if node.relative or node.module is None:
-            return
-        base = dotted(node.module) or ""
-        if base.split(".")[0] in SDK_MODULES:
-            self.ctx.uses_sdk = True
-        if isinstance(node.names, cst.ImportStar):
-            return
-        for alias in node.names:
-            name = dotted(alias.name) or ""
-            local = alias.asname.name.value if alias.asname and isinstance(alias.asname.name, cst.Name) else name
-            self.ctx.imports[local] = f"{base}.{name}"
-
-    def visit_ClassDef(self, node: cst.ClassDef) -> None:
-        self._class_depth += 1
-
-    def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
-        self._class_depth -= 1
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        if self._class_depth == 0 and self._function_depth == 0:
-            self.ctx.functions.setdefault(node.name.value, node)
-        self._function_depth += 1
-
-    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
-        self._function_depth -= 1
-
-    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        # dataclass / chz / pydantic config fields: `learning_rate: float = 1e-6`
-        if self._class_depth and not self._function_depth and node.value is not None:
-            if isinstance(node.target, cst.Name):
-                self.ctx.field_defaults.setdefault(node.target.value, _field_default(node.value))
 
     def visit_Assign(self, node: cst.Assign) -> None:
-        if self._class_depth and not self._function_depth:
-            for target in node.targets:
-                if isinstance(target.target, cst.Name):
-                    self.ctx.field_defaults.setdefault(target.target.value, node.value)
-        for target in node.targets:  # os.environ["HF_HUB_OFFLINE"] = "1"
+        for target in node.targets:
             if env_name_of_subscript(target.target) in HF_OFFLINE_VARS and string_value(node.value) == "1":
                 self.ctx.hub_offline = True
 
     def visit_Call(self, node: cst.Call) -> None:
-        method = call_method(node)
-        if method == "add_argument":
-            self._argparse(node)
-        elif method == "setdefault" and dotted(node.func) in ("os.environ.setdefault", "environ.setdefault"):
+        if call_method(node) == "setdefault" and dotted(node.func) in ("os.environ.setdefault", "environ.setdefault"):
             if string_value(argument(node, 0, "key")) in HF_OFFLINE_VARS and string_value(
                 argument(node, 1, "default")
             ) == "1":
                 self.ctx.hub_offline = True
 
-    def _argparse(self, node: cst.Call) -> None:
-        flags = [string_value(a.value) for a in positional(node)]
-        flags = [f for f in flags if f]
-        dest_kw = keyword(node, "dest")
-        dest = string_value(dest_kw.value) if dest_kw else None
-        if dest is None:
-            longs = [f for f in flags if f.startswith("--")]
-            chosen = longs[0] if longs else (flags[0] if flags else None)
-            if chosen is None:
-                return
-            dest = chosen.lstrip("-").replace("-", "_")
-        default = keyword(node, "default")
-        if default is not None:
-            self.ctx.argparse_defaults.setdefault(dest, default.value)
-
 
 HF_OFFLINE_VARS = {"HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"}
-
-
-def _field_default(value: cst.BaseExpression) -> cst.BaseExpression:
-    """`field(default=1e-6)` / `chz.field(default=...)` -> the default; else the value itself."""
-    if isinstance(value, cst.Call) and last_name(value.func) in ("field", "Field"):
-        default = keyword(value, "default")
-        if default is not None:
-            return default.value
-    return value
 
 
 def env_name_of_subscript(expr: cst.BaseExpression) -> str | None:
@@ -354,6 +264,12 @@ def build_context(path: str, module: cst.Module, collectors=()) -> LintContext:
     the context) that run in the same traversal."""
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
     ctx = LintContext(path=path, wrapper=wrapper)
+    index = PyIndex.build(module, path)
+    ctx.imports = dict(index.imports)
+    ctx.uses_sdk = any(name.split(".")[0] in SDK_MODULES for name, _ in index.imported)
+    ctx.argparse_defaults = index.argparse_defaults()
+    ctx.field_defaults = index.field_defaults()
+    ctx.functions = index.top_functions()
     ctx.collected = [make(ctx) for make in collectors]
-    cst.visit_batched(ctx.module, [FileIndex(ctx), *ctx.collected])
+    cst.visit_batched(ctx.module, [_HubOffline(ctx), *ctx.collected])
     return ctx

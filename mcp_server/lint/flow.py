@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from mcp_server.lint.context import LintContext, argument, call_method, dotted, keyword, positional, string_value
+from mcp_server.sdk_facts import LATER_SDK_LOSSES, LOSS_NAMES
 
 # Methods of the 0.22.0 clients and what their sync form returns (api_facts §2.1).
 SYNC_RESULT: dict[str, str] = {
@@ -85,10 +86,7 @@ TRAINING_CALLS = {
 }
 # What a string loss argument must look like for an unknown receiver's `.forward(x, "...")` to be
 # the SDK's: a 0.22.0 loss name or one people try to use on it.
-LOSS_LIKE_NAMES = {
-    "cross_entropy", "importance_sampling", "ppo", "cispo", "dro",
-    "gspo", "stable_reinforce", "custom", "grpo", "dpo", "kl", "reverse_kl",
-}
+LOSS_LIKE_NAMES = {*LOSS_NAMES, *LATER_SDK_LOSSES, "grpo", "dpo", "kl", "reverse_kl"}
 ANNOTATION_KINDS = {"TrainingClient": "TC", "SamplingClient": "SC", "ServiceClient": "SVC", "RestClient": "REST"}
 
 
@@ -368,6 +366,10 @@ class FlowVisitor(cst.BatchableCSTVisitor):
                 return Kind(receiver.what.split(":", 1)[1])
             if method == "result_async" and receiver and receiver.what.startswith("APIF:"):
                 return Kind("CORO:" + receiver.what[len("APIF:") :])
+            if method == "future" and receiver and receiver.what.startswith("APIF:"):
+                # 0.22.0's training futures are AwaitableConcurrentFutures: .future() is the
+                # concurrent.futures.Future underneath, with the same result
+                return Kind("CF:" + receiver.what[len("APIF:") :])
             if self.sdk_method(call) is not None:
                 what = SYNC_RESULT.get(method) or ASYNC_RESULT.get(method)
                 return Kind(what) if what else None

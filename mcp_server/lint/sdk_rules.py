@@ -17,34 +17,18 @@ from mcp_server.lint.context import (
 )
 from mcp_server.lint.flow import FlowVisitor, base_method
 from mcp_server.lint.registry import Rule, register
+from mcp_server.sdk_facts import (
+    CUSTOM_LOSS_INPUT_KEYS as CUSTOM_LOSS_KEYS,
+    KEYWORDS as SIGNATURES,  # 0.22.0 keyword parameters of the calls people pass foreign keywords to
+    LATER_SDK_LOSSES,
+    LOSS_NAMES,
+    RAW_LIST_INPUT_KEYS as RAW_LIST_KEYS,
+    SAMPLING_PARAMS_FIELDS as SAMPLING_PARAMS,
+)
 
-LOSS_NAMES = ("cross_entropy", "importance_sampling", "ppo", "cispo", "dro")
-SAMPLING_PARAMS = {"max_tokens", "seed", "stop", "temperature", "top_k", "top_p"}
-RAW_LIST_KEYS = {"target_tokens", "weights", "advantages", "logprobs", "clip_low_threshold", "clip_high_threshold"}
-CUSTOM_LOSS_KEYS = {"target_tokens", "weights"}
 SDK_EXPORTERS = {"mint", "tinker", "mint.tinker", "mint.types", "tinker.types"}  # the public surface
 NEWER_NAMES = {"RestClient", "DimuonParams", "OptimizerConfig", "OptimParams", "LossHandle", "AdminClient"}
-
-# 0.22.0 keyword parameters of the calls people most often pass newer or foreign keywords to.
-SIGNATURES: dict[str, set[str]] = {
-    "create_lora_training_client": {"base_model", "rank", "seed", "train_mlp", "train_attn", "train_unembed", "user_metadata"},
-    "create_training_client_from_state": {"path", "user_metadata", "weights_access_token"},
-    "create_training_client_from_state_with_optimizer": {"path", "user_metadata", "weights_access_token"},
-    "create_sampling_client": {"model_path", "base_model", "retry_config"},
-    "save_weights_and_get_sampling_client": {"name", "retry_config"},
-    "save_state": {"name", "ttl_seconds", "overwrite"},
-    "save_weights_for_sampler": {"name", "ttl_seconds"},
-    "load_state": {"path", "weights_access_token"},
-    "load_state_with_optimizer": {"path", "weights_access_token"},
-    "forward": {"data", "loss_fn", "loss_fn_config"},
-    "forward_backward": {"data", "loss_fn", "loss_fn_config"},
-    "forward_backward_custom": {"data", "loss_fn", "loss_type_input"},
-    "optim_step": {"adam_params"},
-    "sample": {"prompt", "num_samples", "sampling_params", "include_prompt_logprobs", "topk_prompt_logprobs"},
-    "compute_logprobs": {"prompt"},
-    "AdamParams": {"learning_rate", "beta1", "beta2", "eps", "weight_decay", "grad_clip_norm"},
-    "LoraConfig": {"rank", "seed", "train_unembed", "train_mlp", "train_attn"},
-}
+_LOSSES = ", ".join(f"`{name}`" for name in LOSS_NAMES)
 KEYWORD_HINTS: dict[str, str] = {
     "optimizer": "`optimizer=` at client creation is tinker 0.38; on 0.22.0 pass AdamParams to optim_step",
     "optim_params": "`optim_params=` is tinker 0.38; on 0.22.0 call optim_step(types.AdamParams(...))",
@@ -91,7 +75,7 @@ register(
         severity="warning",
         family="pinned-sdk",
         summary="A `SamplingParams` keyword that 0.22.0 does not have is dropped without an error.",
-        what="A keyword other than `max_tokens`, `seed`, `stop`, `temperature`, `top_k`, `top_p` "
+        what=f"A keyword other than {', '.join(f'`{f}`' for f in sorted(SAMPLING_PARAMS))} "
         "in a mint/tinker `SamplingParams(...)` call.",
         why="Unknown fields are ignored (`extra=\"ignore\"`), so `max_new_tokens=`, "
         "`repetition_penalty=` or `min_p=` do nothing on MinT and the sampler runs with defaults.",
@@ -209,9 +193,9 @@ register(
         family="pinned-sdk",
         summary="A loss name that tinker 0.22.0 does not have.",
         what="A `loss_fn` given to `forward_backward(...)`/`forward(...)` (or their `_async` twins) "
-        "that is not one of `cross_entropy`, `importance_sampling`, `ppo`, `cispo`, `dro`: a string "
+        f"that is not one of {_LOSSES}: a string "
         "literal, or a name / argparse default / config field that holds one.",
-        why="`gspo`, `stable_reinforce` and `custom` exist only in later SDKs; `grpo`, `dpo`, "
+        why=f"{', '.join(f'`{n}`' for n in LATER_SDK_LOSSES)} exist only in later SDKs; `grpo`, `dpo`, "
         "`kl` were never built-in losses. The server rejects the request after the batch is uploaded.",
         fix="GRPO is `importance_sampling` (or `ppo`/`cispo`/`dro`) with group-centred advantages; "
         "DPO and other custom objectives go through `forward_backward_custom`; reverse-KL "
@@ -227,8 +211,8 @@ register(
         severity="error",
         family="pinned-sdk",
         summary="A raw list under a `loss_fn_inputs` key the SDK cannot convert raises KeyError.",
-        what="`Datum(loss_fn_inputs={...})` where a key other than `target_tokens`, `weights`, "
-        "`advantages`, `logprobs`, `clip_low_threshold`, `clip_high_threshold` holds a Python list "
+        what=f"`Datum(loss_fn_inputs={{...}})` where a key other than "
+        f"{', '.join(f'`{k}`' for k in sorted(RAW_LIST_KEYS))} holds a Python list "
         "(a list display, comprehension, `list(...)` or `.tolist()`).",
         why="`Datum.__post_init__` converts raw lists only for those keys (it needs their dtype); "
         "any other key with a list raises `KeyError` while the batch is being built. No built-in "
@@ -267,12 +251,14 @@ register(
         summary="An API that exists only in tinker 0.38 (the latest docs), not in the pinned 0.22.0.",
         what="`tinker.RestClient(...)` (or `RestClient` imported from mint/tinker), "
         "`create_custom_loss(...)`, `DimuonParams`, `OptimizerConfig`, `OptimParams`, `LossHandle`, "
-        "`AdminClient`, and `.coroutine()` / `.future()` on a training future.",
+        "`AdminClient`, and `.coroutine()` on a training future. (`.future()` is not flagged: in 0.22.0 "
+        "every training call returns an `AwaitableConcurrentFuture`, whose `.future()` is the "
+        "`concurrent.futures.Future` underneath.)",
         why="Code written from the current Tinker docs or tinker-cookbook targets 0.38; on MinT "
         "these raise AttributeError or ImportError.",
         fix="Use `service_client.create_rest_client()`; custom losses go through "
         "`forward_backward_custom(data, fn)`; the optimizer is `AdamParams` passed to `optim_step`; "
-        "await an APIFuture directly or call `.result()`.",
+        "await an APIFuture directly, call `.result()`, or take `.future()` for `concurrent.futures` helpers.",
         bad="rest = tinker.RestClient()",
         good="rest = service_client.create_rest_client()",
     )
@@ -311,7 +297,7 @@ AWAIT_SYNC = {
     "sample",
     "compute_logprobs",
 }
-FUTURE_ATTRS = {"result", "result_async", "__await__"}
+FUTURE_ATTRS = {"result", "result_async", "__await__", "future"}
 CONCURRENT_FUTURE_ATTRS = {"result", "done", "cancel", "cancelled", "running", "exception", "add_done_callback"}
 
 
@@ -493,12 +479,14 @@ class SdkRules(FlowVisitor):
                 edit=lambda n: n.with_changes(attr=cst.Name("sequences")),
             )
         elif kind.what.startswith("APIF:"):
-            if attr in ("coroutine", "future"):
+            if attr == "coroutine":
                 self.ctx.report(
                     "MINT011",
                     node,
-                    f"APIFuture.{attr}() is tinker 0.38; 0.22.0's APIFuture has result(), result_async() and await.",
-                    "Use `.result()` in sync code or `await fut` in async code.",
+                    "APIFuture.coroutine() is tinker 0.38; 0.22.0's training futures have result(), "
+                    "result_async(), await and future().",
+                    "Use `.result()` in sync code, `await fut` in async code, or `.future()` for the "
+                    "concurrent.futures.Future.",
                 )
             elif attr not in FUTURE_ATTRS:
                 self._future_misuse(node, kind, f"`.{attr}`")

@@ -11,4 +11,5 @@ def step(training_client: mint.TrainingClient, sampling_client: mint.SamplingCli
     pending = sampling_client.sample(prompt=prompt, num_samples=2, sampling_params=params)
     first = pending.sequences[0]  # expect: MINT007
     outputs = fb["loss_fn_outputs"]  # expect: MINT007
+    print(fb.future().metrics)  # expect: MINT007
     return path, loss, metrics, first, outputs

@@ -11,3 +11,7 @@ def setup(service_client, loss_fn, training_client: mint.TrainingClient, batch):
     optimizer = types.OptimizerConfig()  # expect: MINT011
     coroutine = training_client.forward_backward(batch, "cross_entropy").coroutine()  # expect: MINT011
     return handle, optimizer, coroutine
+
+
+def await_a_coroutine(training_client: mint.TrainingClient, batch):
+    return training_client.optim_step(batch).coroutine()  # expect: MINT011

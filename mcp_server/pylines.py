@@ -1,4 +1,4 @@
-"""Start lines of libcst nodes, computed in one cheap code-generation pass.
+"""Start lines of libcst nodes, computed in one cheap code-generation pass (for the Python index).
 
 libcst's PositionProvider records full ranges (line and column, start and end) for every node,
 whitespace included, and costs about four times the parse itself: on a 500-line script that alone

@@ -1,121 +1,52 @@
-"""Python sources read with libcst: imports, calls, constants, argparse, dataclasses, docstring commands.
+"""Values of Python expressions, read from a file's shared index (mcp_server/pyindex.py).
 
-One visitor pass collects what every framework analyzer needs; values are then resolved on demand:
-literals, module-level and function-local constants, arithmetic on them, `args.x` from argparse
-(the launch command's flag when it sets one, else the argparse default), `cfg.x` from dataclasses
-(HfArgumentParser / TrlParser / chz / a plain `Config(...)` instance), `os.environ.get(K, default)`
-and `cfg["a"]["b"]` / `cfg.a.b` from a YAML file the script loads. Each resolved value keeps the
-line it came from, and a level saying how binding it is (see evidence.Level).
+Values are resolved on demand: literals, module-level and function-local constants, arithmetic on
+them, `args.x` from argparse (the launch command's flag when it sets one, else the argparse
+default), `cfg.x` from dataclasses (HfArgumentParser / TrlParser / chz / a plain `Config(...)`
+instance), `os.environ.get(K, default)` and `cfg["a"]["b"]` / `cfg.a.b` from a YAML file the script
+loads. Each resolved value keeps the line it came from, and a level saying how binding it is (see
+evidence.Level). The command line and the config files are bound to the source from outside
+(`use_command_line`, `use_configs`): inputs.py links them.
 """
 
-import ast
-import dataclasses
-import warnings
 from dataclasses import dataclass
 from typing import Any
 
 import libcst as cst
 
 from mcp_server.analyze.evidence import Level, Loc, Value
-from mcp_server.analyze.lines import node_lines
-from mcp_server.analyze.shell import Command, commands_in_text
 from mcp_server.analyze.yamlconf import YamlConfig
-from mcp_server.errors import MintMigrateError
+from mcp_server.pyindex import (
+    Assignment,
+    Call,
+    FieldDef,
+    FunctionInfo,
+    PyIndex,
+    Scope,
+    dotted_name,
+    field_default,
+    iter_nodes,
+    literal_value,
+)
 
-Scope = cst.FunctionDef | None
-
-_DATACLASS_DECORATORS = {"dataclass", "dataclasses.dataclass", "chz.chz", "chz", "define", "attrs.define",
-                         "attr.s", "attr.dataclass", "pydantic.dataclasses.dataclass"}
-_PARSER_FACTORIES = {"HfArgumentParser", "TrlParser"}
+_PARSER_FACTORIES = {"HfArgumentParser", "TrlParser", "H4ArgumentParser"}
 _PARSE_METHODS = {"parse_args_into_dataclasses", "parse_args_and_config", "parse_yaml_file", "parse_json_file",
-                  "parse_dict"}
+                  "parse_dict", "parse"}
 _CONFIG_LOADERS = {"yaml.safe_load", "yaml.load", "yaml.full_load", "omegaconf.OmegaConf.load", "OmegaConf.load",
                    "json.load", "json.loads", "tomllib.load", "toml.load"}
 _MAX_DEPTH = 12
 
 
 @dataclass
-class FieldDef:
-    name: str
-    default: cst.BaseExpression | None
-    line: int
-    annotation: str | None
+class CallSite(Call):
+    """A call of the index, able to evaluate its arguments."""
 
-
-@dataclass
-class ClassInfo:
-    name: str
-    loc: Loc
-    bases: list[str]
-    decorators: list[str]
-    fields: dict[str, FieldDef]
-    node: cst.ClassDef
-
-    @property
-    def is_config(self) -> bool:
-        return bool(self.fields) and (
-            any(d in _DATACLASS_DECORATORS for d in self.decorators) or bool(self.bases)
-        )
-
-
-@dataclass
-class ParamDef:
-    name: str
-    annotation: str | None
-    default: cst.BaseExpression | None
-    line: int
-
-
-@dataclass
-class FunctionInfo:
-    name: str
-    loc: Loc
-    params: dict[str, ParamDef]
-    node: cst.FunctionDef
-    decorators: list[str]
-
-
-@dataclass
-class ArgDef:
-    dest: str
-    options: list[str]
-    default: cst.BaseExpression | None
-    type_name: str | None
-    action: str | None
-    line: int
-
-
-@dataclass
-class Assignment:
-    scope: Scope
-    targets: tuple[str, ...]  # one name, or the names of a tuple unpacking
-    value: cst.BaseExpression
-    line: int
-
-
-@dataclass
-class CallSite:
-    src: "PySource"
-    node: cst.Call
-    qualname: str
-    name: str
-    scope: Scope
-    loc: Loc
-    awaited: bool = False
-    assigned_to: str | None = None
-
-    def kwarg_node(self, name: str) -> cst.BaseExpression | None:
-        for arg in self.node.args:
-            if arg.keyword is not None and arg.keyword.value == name:
-                return arg.value
-        return None
+    src: "PySource | None" = None
+    loc: Loc | None = None
 
     def kwarg(self, name: str) -> Value | None:
         node = self.kwarg_node(name)
         return None if node is None else self.src.evaluate(node, self.scope)
-
-    def keywords(self) -> list[str]:
-        return [a.keyword.value for a in self.node.args if a.keyword is not None]
 
     def kwargs(self) -> dict[str, Value]:
         out = {}
@@ -125,10 +56,6 @@ class CallSite:
                 if value is not None:
                     out[arg.keyword.value] = value
         return out
-
-    def arg_node(self, index: int) -> cst.BaseExpression | None:
-        positional = [a.value for a in self.node.args if a.keyword is None and not a.star]
-        return positional[index] if index < len(positional) else None
 
     def arg(self, index: int) -> Value | None:
         node = self.arg_node(index)
@@ -161,77 +88,46 @@ class _ConfigNS:
     prefix: str
 
 
-def dotted_name(node: cst.CSTNode) -> str | None:
-    if isinstance(node, cst.Name):
-        return node.value
-    if isinstance(node, cst.Attribute):
-        base = dotted_name(node.value)
-        return None if base is None else f"{base}.{node.attr.value}"
-    return None
-
-
-def literal_value(node: cst.BaseExpression):
-    """A literal node's Python value. Quietly: a source's odd escapes ("\\d") are its business."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            return node.evaluated_value
-        except (ValueError, SyntaxError, MemoryError):
-            return None
-
-
-def _string_node_value(node: cst.CSTNode) -> str | None:
-    if isinstance(node, cst.SimpleString | cst.ConcatenatedString):
-        value = literal_value(node)
-        return value if isinstance(value, str) else None
-    return None
-
 
 class PySource:
-    """A parsed Python file and everything the analyzers ask of it."""
+    """A Python file's index plus what the analyzers ask of it: located values."""
 
-    def __init__(self, text: str, label: str):
+    def __init__(self, text: str, label: str, index: PyIndex | None = None):
         self.label = label
         self.text = text
-        try:
-            self.module = cst.parse_module(text)
-        except cst.ParserSyntaxError as exc:
-            line, column, message = exc.raw_line, exc.raw_column + 1, exc.message.strip().splitlines()[0]
-            try:  # CPython's parser points at the offending token more precisely than libcst's
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
-                    ast.parse(text)
-            except SyntaxError as py_exc:
-                line, column, message = py_exc.lineno or line, py_exc.offset or column, py_exc.msg
-            raise MintMigrateError(
-                f"{label}:{line}:{column}: cannot parse Python: {message}. "
-                "Fix the syntax error (or pass the right file) and retry."
-            ) from exc
-        self._lines = node_lines(self.module)
-        self.imports: dict[str, str] = {}
-        self.imported: list[tuple[str, Loc]] = []
-        self.assigns: dict[str, list[Assignment]] = {}
-        self.classes: dict[str, ClassInfo] = {}
-        self.functions: dict[str, FunctionInfo] = {}
-        self.calls: list[CallSite] = []
-        self.attributes: list[tuple[str, Loc, cst.Attribute]] = []
-        self.loops: list[tuple[str, cst.BaseExpression, Scope, Loc]] = []
-        self.divisions: list[tuple[cst.BaseExpression, cst.BaseExpression, Scope, Loc]] = []
-        self.argparse: dict[str, ArgDef] = {}
-        self.set_defaults: dict[str, tuple[cst.BaseExpression, int]] = {}
+        self.index = index if index is not None else PyIndex.of(text, label)
+        self.module = self.index.module
+        ix = self.index
+        self.imports = ix.imports
+        self.assigns = ix.assigns
+        self.classes = ix.classes
+        self.functions = ix.functions
+        self.argparse = ix.argparse
+        self.set_defaults = ix.set_defaults
+        self.imported: list[tuple[str, Loc]] = [(m, self.at(line)) for m, line in ix.imported]
+        self.calls: list[CallSite] = [
+            CallSite(c.node, c.qualname, c.name, c.scope, c.line, c.awaited, c.assigned_to, self, self.at(c.line))
+            for c in ix.calls
+        ]
+        self.attributes = [(name, self.at(line), node) for name, line, node in ix.attributes]
+        self.loops = [(name, it, scope, self.at(line)) for name, it, scope, line in ix.loops]
+        self.divisions = [(left, right, scope, self.at(line)) for left, right, scope, line in ix.divisions]
         self.cli: dict[str, Value] = {}
         self.configs: list[YamlConfig] = []
+        self.hydra: YamlConfig | None = None  # the composed config a `@hydra.main` function receives
         self._memo: dict[tuple[int, int], Value | None] = {}
         self._returns: dict[int, tuple[cst.BaseExpression, ...]] = {}
-        self._collect()
 
     # -- positions --
 
     def line(self, node: cst.CSTNode) -> int:
-        return self._lines.get(node, 1)
+        return self.index.line(node)
 
     def loc(self, node: cst.CSTNode) -> Loc:
         return Loc(self.label, self.line(node))
+
+    def at(self, line: int) -> Loc:
+        return Loc(self.label, line)
 
     # -- inputs from other files --
 
@@ -244,93 +140,55 @@ class PySource:
         self.configs = list(configs)
         self._memo.clear()
 
-    # -- collection --
+    def use_hydra(self, config: YamlConfig) -> None:
+        self.hydra = config
+        self._memo.clear()
 
-    def _collect(self) -> None:
-        collector = _Collector(self)
-        collector.walk(self.module)
-        for call in self.calls:
-            call.awaited = id(call.node) in collector.awaited
-            call.assigned_to = collector.assigned_calls.get(id(call.node))
-        for call in self.calls:
-            if call.name == "add_argument":
-                self._argparse_def(call)
-            elif call.name == "set_defaults":
-                for arg in call.node.args:
-                    if arg.keyword is not None:
-                        self.set_defaults[arg.keyword.value] = (arg.value, self.line(arg.value))
-
-    def _argparse_def(self, call: CallSite) -> None:
-        options = [s for s in (_string_node_value(a.value) for a in call.node.args if a.keyword is None) if s]
-        if not options:
-            return
-        longs = [o for o in options if o.startswith("--")]
-        dest_node = call.kwarg_node("dest")
-        dest = _string_node_value(dest_node) if dest_node is not None else None
-        if dest is None:
-            first = longs[0] if longs else options[0]
-            dest = first.lstrip("-").replace("-", "_")
-        type_node = call.kwarg_node("type")
-        action = call.kwarg_node("action")
-        self.argparse[dest] = ArgDef(
-            dest=dest,
-            options=[o.lstrip("-").replace("-", "_") for o in options],
-            default=call.kwarg_node("default"),
-            type_name=dotted_name(type_node) if type_node is not None else None,
-            action=_string_node_value(action) if action is not None else None,
-            line=self.line(call.node),
-        )
+    # -- lookups --
 
     def qualify(self, dotted: str) -> str:
-        head, _, rest = dotted.partition(".")
-        full = self.imports.get(head)
-        if full is None:
-            return dotted
-        return f"{full}.{rest}" if rest else full
+        return self.index.qualify(dotted)
 
     def imports_module(self, *prefixes: str) -> Loc | None:
         """Where the file imports a module starting with one of `prefixes` (e.g. "trl"), if it does."""
-        for module, loc in self.imported:
-            for prefix in prefixes:
-                if module == prefix or module.startswith(prefix + "."):
-                    return loc
-        return None
+        line = self.index.import_line(*prefixes)
+        return None if line is None else self.at(line)
 
     def calls_named(self, *names: str) -> list[CallSite]:
         wanted = set(names)
         return [c for c in self.calls if c.name in wanted]
 
-    def docstring_commands(self) -> list[Command]:
-        """Launch commands quoted in the module docstring or the comment block at the top."""
-        commands: list[Command] = []
-        if self.module.header:
-            text = "\n".join(
-                line.comment.value if line.comment else "" for line in self.module.header
-            )
-            commands += commands_in_text(text, self.label, 1)
-        body = self.module.body
-        if body and isinstance(body[0], cst.SimpleStatementLine) and body[0].body:
-            expr = body[0].body[0]
-            if isinstance(expr, cst.Expr) and isinstance(expr.value, cst.SimpleString):
-                raw = expr.value.value
-                quote = raw.lstrip("rRbBuUfF")
-                q = 3 if quote[:3] in ('"""', "'''") else 1
-                commands += commands_in_text(quote[q:-q], self.label, self.line(expr.value))
-        return commands
-
     def parsed_dataclasses(self) -> list[tuple[str, Loc]]:
-        """Classes handed to HfArgumentParser / TrlParser: their fields come from the command line."""
+        """Classes handed to HfArgumentParser / TrlParser (or a parser derived from them): their
+        fields come from the command line or a config file. The classes may be given as a tuple, a
+        variable holding one, or `dataclass_types=`."""
         out = []
         for call in self.calls:
-            if call.name in _PARSER_FACTORIES and call.node.args:
-                first = call.node.args[0].value
-                items = first.elements if isinstance(first, cst.Tuple | cst.List) else [first]
-                for item in items:
-                    node = item.value if isinstance(item, cst.Element) else item
-                    name = dotted_name(node)
-                    if name:
-                        out.append((name.rsplit(".", 1)[-1], call.loc))
+            if not self._is_parser_factory(call.name):
+                continue
+            node = call.kwarg_node("dataclass_types") or call.arg_node(0)
+            for name in self._class_names(node, call.scope):
+                out.append((name, call.loc))
         return out
+
+    def _is_parser_factory(self, name: str) -> bool:
+        return name in _PARSER_FACTORIES or self.class_base(name, _PARSER_FACTORIES) is not None
+
+    def _class_names(self, node: cst.BaseExpression | None, scope: Scope, depth: int = 0) -> list[str]:
+        if node is None or depth > 3:
+            return []
+        if isinstance(node, cst.Name) and node.value not in self.classes:
+            found = self.definition(node.value, scope, self.line(node))
+            if found is not None and found[0] == "assign" and len(found[1].targets) == 1:
+                return self._class_names(found[1].value, found[1].scope, depth + 1)
+        items = node.elements if isinstance(node, cst.Tuple | cst.List) else [node]
+        out = []
+        for item in items:
+            name = dotted_name(item.value if isinstance(item, cst.Element) else item)
+            if name:
+                out.append(name.rsplit(".", 1)[-1])
+        return out
+
 
     # -- evaluation --
 
@@ -442,12 +300,13 @@ class PySource:
             return None
         qual = self.qualify(name)
         args = [a for a in node.args if a.keyword is None and not a.star]
-        if qual in {"int", "float", "str", "bool"} and len(args) == 1:
+        if qual in {"int", "float", "str", "bool", "Path", "pathlib.Path"} and len(args) == 1:
             inner = self.evaluate(args[0].value, scope, depth + 1)
             if inner is None:
                 return None
             try:
-                return inner.with_value({"int": int, "float": float, "str": str, "bool": bool}[qual](inner.value))
+                cast = {"int": int, "float": float, "str": str, "bool": bool}.get(qual, str)  # a Path is its text
+                return inner.with_value(cast(inner.value))
             except (TypeError, ValueError):
                 return None
         if qual in {"os.environ.get", "os.getenv"} and len(args) >= 2:
@@ -500,6 +359,10 @@ class PySource:
             return ("assign", chosen, s)
         return None
 
+    def _is_hydra_main(self, node: Scope) -> bool:
+        fn = self._function_of(node) if node is not None else None
+        return fn is not None and any(self.qualify(d) == "hydra.main" for d in fn.decorators)
+
     def _function_of(self, node: cst.FunctionDef) -> FunctionInfo | None:
         for fn in self.functions.values():
             if fn.node is node:
@@ -540,6 +403,8 @@ class PySource:
                 info = self.classes.get(node.value)
                 return _DataclassNS(node.value, parsed=False) if info is not None else None
             kind, obj, def_scope = found
+            if kind == "param" and self.hydra is not None and self._is_hydra_main(def_scope):
+                return _ConfigNS(self.hydra, "")
             if kind == "param":
                 if obj.annotation:
                     return _DataclassNS(obj.annotation.rsplit(".", 1)[-1], parsed=True)
@@ -615,7 +480,7 @@ class PySource:
         return None
 
     def _parser_classes(self, func: cst.BaseExpression, scope: Scope) -> list[str]:
-        """The dataclasses behind `parser.parse_args_into_dataclasses()`."""
+        """The dataclasses behind `parser.parse_args_into_dataclasses()` (or `parser.parse()`)."""
         if not isinstance(func, cst.Attribute):
             return []
         owner = func.value
@@ -623,19 +488,14 @@ class PySource:
         if isinstance(owner, cst.Name):
             found = self.definition(owner.value, scope, self.line(owner))
             call = found[1].value if found and found[0] == "assign" else None
-        if not isinstance(call, cst.Call) or (dotted_name(call.func) or "").rsplit(".", 1)[-1] not in _PARSER_FACTORIES:
+            scope = found[2] if found else scope
+        if not isinstance(call, cst.Call):
             return []
-        if not call.args:
+        if not self._is_parser_factory((dotted_name(call.func) or "").rsplit(".", 1)[-1]):
             return []
-        first = call.args[0].value
-        items = first.elements if isinstance(first, cst.Tuple | cst.List) else [first]
-        out = []
-        for item in items:
-            node = item.value if isinstance(item, cst.Element) else item
-            name = dotted_name(node)
-            if name:
-                out.append(name.rsplit(".", 1)[-1])
-        return out
+        node = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "dataclass_types"),
+                    None) or (call.args[0].value if call.args and call.args[0].keyword is None else None)
+        return self._class_names(node, scope)
 
     def _config_for(self, node: cst.Call, scope: Scope) -> YamlConfig | None:
         if not self.configs:
@@ -654,6 +514,8 @@ class PySource:
         if isinstance(ns, _ConfigNS):
             if ns.config is None:
                 return None
+            if ns.config is self.hydra and ns.prefix + key in self.cli:  # `loss.beta=0.1` on the command line
+                return self.cli[ns.prefix + key]
             return ns.config.get(ns.prefix + key)
         if isinstance(ns, _InstanceNS):
             value = ns.call.kwarg(key)
@@ -723,11 +585,12 @@ class PySource:
 
     def _field_default(self, fdef: FieldDef) -> Value | None:
         node = fdef.default
-        if isinstance(node, cst.Call) and (dotted_name(node.func) or "").rsplit(".", 1)[-1] == "field":
+        if isinstance(node, cst.Call) and (dotted_name(node.func) or "").rsplit(".", 1)[-1] in {"field", "Field"}:
+            default = field_default(node)
+            if default is not node:
+                return self.evaluate(default, None)
             for arg in node.args:
-                if arg.keyword is not None and arg.keyword.value == "default":
-                    return self.evaluate(arg.value, None)
-                if arg.keyword is not None and arg.keyword.value == "default_factory":
+                if arg.keyword is not None and arg.keyword.value in {"default_factory", "default_factory_fn"}:
                     factory = arg.value
                     if isinstance(factory, cst.Lambda):
                         return self.evaluate(factory.body, None)
@@ -763,24 +626,6 @@ class PySource:
         return None
 
 
-def iter_nodes(node: cst.CSTNode, *, into_functions: bool = True):
-    """Every node under `node` (itself included), depth first, without libcst's rebuilding visitor."""
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        yield current
-        if not into_functions and isinstance(current, cst.FunctionDef) and current is not node:
-            continue
-        children = []
-        for name in _child_fields(type(current)):
-            value = getattr(current, name)
-            if isinstance(value, cst.CSTNode):
-                children.append(value)
-            elif isinstance(value, tuple | list):
-                children.extend(item for item in value if isinstance(item, cst.CSTNode))
-        stack.extend(reversed(children))
-
-
 def _returned(fn: cst.FunctionDef) -> tuple[cst.BaseExpression, ...]:
     """The expressions a function returns (not those of functions nested in it)."""
     return tuple(n.value for n in iter_nodes(fn, into_functions=False)
@@ -801,206 +646,3 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-# --- the collecting visitor ------------------------------------------------------------------------
-
-
-# Fields that only hold whitespace, punctuation or comments: never worth walking into.
-_SKIP_FIELDS = {"lpar", "rpar", "comma", "semicolon", "leading_lines", "lines_after_decorators", "header", "footer",
-                "trailing_whitespace", "equal", "colon", "dot", "star", "lbracket", "rbracket", "lbrace", "rbrace",
-                "asynchronous", "first_line", "empty_lines", "newline", "whitespace", "operator"}
-_CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
-
-
-def _child_fields(node_type: type) -> tuple[str, ...]:
-    names = _CHILD_FIELDS.get(node_type)
-    if names is None:
-        names = tuple(f.name for f in dataclasses.fields(node_type)
-                      if f.name not in _SKIP_FIELDS and not f.name.startswith("whitespace"))
-        _CHILD_FIELDS[node_type] = names
-    return names
-
-
-class _Collector:
-    """One pass over the tree collecting what the analyzers ask for.
-
-    It walks the nodes' dataclass fields directly: libcst's visitor machinery rebuilds every node
-    it passes through (it is shared with transformers), which costs several times the parse itself."""
-
-    def __init__(self, src: PySource):
-        self.src = src
-        self.functions: list[cst.FunctionDef] = []
-        self.class_depth: list[ClassInfo | None] = []
-        self.awaited: set[int] = set()
-        self.assigned_calls: dict[int, str] = {}
-
-    @property
-    def scope(self) -> Scope:
-        return self.functions[-1] if self.functions else None
-
-    def walk(self, node: cst.CSTNode) -> None:
-        enter = _ENTER.get(type(node))
-        if enter is not None:
-            enter(self, node)
-        for name in _child_fields(type(node)):
-            value = getattr(node, name)
-            if isinstance(value, cst.CSTNode):
-                self.walk(value)
-            elif isinstance(value, tuple | list):
-                for item in value:
-                    if isinstance(item, cst.CSTNode):
-                        self.walk(item)
-        leave = _LEAVE.get(type(node))
-        if leave is not None:
-            leave(self, node)
-
-    def _in_class_body(self) -> bool:
-        return bool(self.class_depth) and self.class_depth[-1] is not None
-
-    # imports
-
-    def visit_Import(self, node: cst.Import) -> None:
-        loc = self.src.loc(node)
-        for alias in node.names:
-            name = dotted_name(alias.name) or ""
-            self.src.imported.append((name, loc))
-            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
-                self.src.imports[alias.asname.name.value] = name
-            else:
-                head = name.split(".")[0]
-                self.src.imports.setdefault(head, head)
-
-    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
-        loc = self.src.loc(node)
-        module = dotted_name(node.module) if node.module is not None else ""
-        module = "." * len(node.relative) + (module or "")
-        self.src.imported.append((module, loc))
-        if isinstance(node.names, cst.ImportStar):
-            return
-        for alias in node.names:
-            name = dotted_name(alias.name) or ""
-            local = alias.asname.name.value if alias.asname is not None and isinstance(alias.asname.name, cst.Name) else name
-            self.src.imports[local] = f"{module}.{name}" if module else name
-            self.src.imported.append((f"{module}.{name}", loc))
-
-    # scopes
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        params = {}
-        for param in [*node.params.params, *node.params.kwonly_params, *node.params.posonly_params]:
-            annotation = dotted_name(param.annotation.annotation) if param.annotation else None
-            if isinstance(param.annotation.annotation if param.annotation else None, cst.SimpleString):
-                annotation = literal_value(param.annotation.annotation)
-            params[param.name.value] = ParamDef(param.name.value, annotation, param.default, self.src.line(param))
-        if not self.functions and not self._in_class_body():
-            self.src.functions[node.name.value] = FunctionInfo(
-                node.name.value, self.src.loc(node), params, node,
-                [dotted_name(d.decorator) or dotted_name(getattr(d.decorator, "func", None) or d.decorator) or ""
-                 for d in node.decorators],
-            )
-        else:
-            self.src.functions.setdefault(f"{node.name.value}@{self.src.line(node)}", FunctionInfo(
-                node.name.value, self.src.loc(node), params, node, []))
-        self.functions.append(node)
-        self.class_depth.append(None)
-
-    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self.functions.pop()
-        self.class_depth.pop()
-
-    def visit_ClassDef(self, node: cst.ClassDef) -> None:
-        decorators = []
-        for d in node.decorators:
-            target = d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator
-            decorators.append(self.src.qualify(dotted_name(target) or ""))
-            decorators.append(dotted_name(target) or "")
-        info = ClassInfo(
-            name=node.name.value,
-            loc=self.src.loc(node),
-            bases=[dotted_name(b.value) or "" for b in node.bases],
-            decorators=decorators,
-            fields={},
-            node=node,
-        )
-        self.src.classes[node.name.value] = info
-        self.class_depth.append(info)
-
-    def leave_ClassDef(self, node: cst.ClassDef) -> None:
-        self.class_depth.pop()
-
-    # assignments
-
-    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        if not isinstance(node.target, cst.Name):
-            return
-        if self._in_class_body():
-            annotation = dotted_name(node.annotation.annotation)
-            self.class_depth[-1].fields[node.target.value] = FieldDef(
-                node.target.value, node.value, self.src.line(node), annotation
-            )
-            return
-        if node.value is not None:
-            self._assign((node.target.value,), node.value, node)
-
-    def visit_Assign(self, node: cst.Assign) -> None:
-        if self._in_class_body():
-            for target in node.targets:
-                if isinstance(target.target, cst.Name):
-                    self.class_depth[-1].fields.setdefault(
-                        target.target.value, FieldDef(target.target.value, node.value, self.src.line(node), None)
-                    )
-            return
-        for target in node.targets:
-            t = target.target
-            if isinstance(t, cst.Name):
-                self._assign((t.value,), node.value, node)
-                value = node.value
-                # `x = Model.from_pretrained(...).eval().to(dev)`: every call in the chain produced x
-                while isinstance(value, cst.Call):
-                    self.assigned_calls.setdefault(id(value), t.value)
-                    value = value.func.value if isinstance(value.func, cst.Attribute) else None
-            elif isinstance(t, cst.Tuple | cst.List):
-                names = tuple(e.value.value if isinstance(e.value, cst.Name) else "_" for e in t.elements)
-                self._assign(names, node.value, node)
-
-    def _assign(self, names: tuple[str, ...], value: cst.BaseExpression, node: cst.CSTNode) -> None:
-        assignment = Assignment(self.scope, names, value, self.src.line(node))
-        for name in names:
-            if name != "_":
-                self.src.assigns.setdefault(name, []).append(assignment)
-
-    # calls and expressions
-
-    def visit_Await(self, node: cst.Await) -> None:
-        if isinstance(node.expression, cst.Call):
-            self.awaited.add(id(node.expression))
-
-    def visit_Call(self, node: cst.Call) -> None:
-        name = dotted_name(node.func)
-        if name is None:
-            if isinstance(node.func, cst.Attribute):
-                name = f"?.{node.func.attr.value}"
-            else:
-                return
-        qual = self.src.qualify(name) if not name.startswith("?") else name
-        self.src.calls.append(CallSite(self.src, node, qual, qual.rsplit(".", 1)[-1], self.scope, self.src.loc(node)))
-
-    def visit_Attribute(self, node: cst.Attribute) -> None:
-        self.src.attributes.append((node.attr.value, self.src.loc(node.attr), node))
-
-    def visit_For(self, node: cst.For) -> None:
-        if isinstance(node.target, cst.Name):
-            self.src.loops.append((node.target.value, node.iter, self.scope, self.src.loc(node)))
-
-    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
-        if isinstance(node.operator, cst.Divide):
-            self.src.divisions.append((node.left, node.right, self.scope, self.src.loc(node)))
-
-
-_ENTER = {
-    cst.Import: _Collector.visit_Import, cst.ImportFrom: _Collector.visit_ImportFrom,
-    cst.FunctionDef: _Collector.visit_FunctionDef, cst.ClassDef: _Collector.visit_ClassDef,
-    cst.AnnAssign: _Collector.visit_AnnAssign, cst.Assign: _Collector.visit_Assign, cst.Await: _Collector.visit_Await,
-    cst.Call: _Collector.visit_Call, cst.Attribute: _Collector.visit_Attribute, cst.For: _Collector.visit_For,
-    cst.BinaryOperation: _Collector.visit_BinaryOperation,
-}
-_LEAVE = {cst.FunctionDef: _Collector.leave_FunctionDef, cst.ClassDef: _Collector.leave_ClassDef}

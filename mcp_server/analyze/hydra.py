@@ -1,0 +1,68 @@
+"""Hydra config composition: `@hydra.main(config_path=..., config_name=...)` scripts, their primary
+config's `defaults:` list and the config groups it selects (`config/loss/dpo.yaml`), with the
+group choices of the command line (`loss=dpo`). The result is one flattened config whose every
+value keeps the file and line it came from; dotted overrides (`loss.beta=0.1`) are applied by the
+reader, from the command line, at the COMMAND level."""
+
+from pathlib import Path
+from typing import Callable
+
+from mcp_server.analyze.evidence import Value
+from mcp_server.analyze.pyvalues import PySource
+from mcp_server.analyze.yamlconf import YamlConfig
+from mcp_server.errors import MintMigrateError
+from mcp_server.pyindex import string_value
+
+
+def hydra_main(src: PySource) -> tuple[str, str] | None:
+    """(config_path, config_name) of the script's `@hydra.main(...)`, if it has one."""
+    for call in src.calls:
+        if call.qualname != "hydra.main":
+            continue
+        path = string_value(call.kwarg_node("config_path")) or "."
+        name = string_value(call.kwarg_node("config_name"))
+        if name:
+            return path, name
+    return None
+
+
+def compose(config_dir: Path, name: str, cli: dict[str, Value], label_for: Callable[[Path], str]) -> YamlConfig | None:
+    """The primary config with its selected groups merged in; None when the files are not there."""
+    primary = _load(config_dir / _yaml_name(name), label_for)
+    if primary is None:
+        return None
+    defaults = primary.get("defaults")
+    entries = defaults.value if defaults is not None and isinstance(defaults.value, list) else []
+    own = {k: v for k, v in primary.values.items() if k != "defaults" and not k.startswith("defaults.")}
+    merged: dict[str, Value] = {}
+    self_first = bool(entries) and entries[0] == "_self_"
+    if self_first:
+        merged.update(own)
+    for entry in entries:
+        if not isinstance(entry, dict) or len(entry) != 1:
+            continue
+        group, option = next(iter(entry.items()))
+        group = str(group).removeprefix("override ").strip()
+        chosen = cli.get(group)
+        option = chosen.value if chosen is not None and isinstance(chosen.value, str) else option
+        if not isinstance(option, str) or option in {"null", "None"}:
+            continue
+        config = _load(config_dir / group / _yaml_name(option), label_for)
+        if config is not None:
+            merged.update({f"{group}.{k}": v for k, v in config.values.items() if k != "defaults"})
+    if not self_first:
+        merged.update(own)
+    return YamlConfig.from_values(primary.label, merged)
+
+
+def _yaml_name(name: str) -> str:
+    return name if name.endswith((".yaml", ".yml")) else f"{name}.yaml"
+
+
+def _load(path: Path, label_for: Callable[[Path], str]) -> YamlConfig | None:
+    if not path.is_file():
+        return None
+    try:
+        return YamlConfig(path.read_text(encoding="utf-8"), label_for(path))
+    except (MintMigrateError, OSError, UnicodeDecodeError):
+        return None

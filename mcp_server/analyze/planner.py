@@ -1,0 +1,156 @@
+"""Inputs -> MigrationPlan: load the files, detect the framework, run its analyzer, then add what
+every launch has in common, the MinT choices, and the user's task (data, reward, schedule: task.py)
+with what became of every setting (coverage.py). Nothing is rendered or written here."""
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mcp_server.analyze import choices, coverage, task
+from mcp_server.analyze.detect import detect
+from mcp_server.analyze.evidence import Evidence
+from mcp_server.analyze.inputs import Project, load_project
+from mcp_server.analyze.pycommon import server_side
+from mcp_server.analyze.registry import analyzer
+from mcp_server.analyze.settings import build_settings, coerce
+from mcp_server.plan import Construct, MigrationPlan, MintChoices, PlanWarning, Setting, Settings
+
+
+@dataclass
+class Analysis:
+    plan: MigrationPlan
+    tinker_fixes: list[Construct] = field(default_factory=list)
+
+
+def analyze(source_path: Path, config_paths: list[Path]) -> MigrationPlan:
+    """Read the inputs and return the plan: framework, algorithm, traced settings, MinT choices."""
+    return analyze_inputs(Path(source_path), [Path(p) for p in config_paths]).plan
+
+
+def analyze_inputs(source_path: Path, config_paths: list[Path]) -> Analysis:
+    """The plan, plus the Tinker 0.38 -> 0.22 call fixes the report lists."""
+    project = load_project(Path(source_path), [Path(p) for p in config_paths])
+    framework, where = detect(project)
+    ev = Evidence()
+    reader = analyzer(framework)
+    reader.analyze(project, ev)
+    _launch_context(project, ev)
+    vote = ev.algorithm()
+    algorithm = vote.algorithm if vote is not None else "other"
+    settings = build_settings(ev)
+    defaults = {
+        key: Setting(value=coerce(value), source=f"{framework} default: {name}")
+        for key, (value, name) in reader.defaults(algorithm).items()
+        if getattr(settings, key) is None
+    }
+    mint, more = choices.choose(framework, algorithm, ev.variant, settings, defaults, ev)
+    mint.reasons.insert(0, f"framework {framework}: recognised at {where}")
+    facts = task.extract(project, ev, framework, algorithm, mint.kind, settings)
+    _task_choices(mint, settings, facts)
+    warnings = [*_still_open(ev.warnings, mint.kind, facts), *more, *facts.warnings, *_stray_flags(project)]
+    if algorithm == "other" and vote is not None and vote.weight == 0:
+        warnings.append(PlanWarning(code="ALGORITHM_UNKNOWN", message=f"Could not tell the algorithm: {vote.why}. "
+                                    "Check the scaffold choice in MIGRATION.md."))
+    plan = MigrationPlan(
+        framework=framework,
+        algorithm=algorithm,
+        variant=ev.variant,
+        settings=settings,
+        framework_defaults=defaults,
+        mint=mint,
+        warnings=warnings,
+        constructs=ev.constructs,
+        data=facts.data,
+        reward=facts.reward,
+        schedule=facts.schedule,
+        inputs=[f.label + (" (found from the inputs: named by them, or the app beside a config)" if f.auto else "")
+                for f in project.files],
+    )
+    if facts.reward is not None and facts.reward.status == "placeholder":
+        plan.warnings.append(PlanWarning(code="REWARD_PLACEHOLDER", message="train.py's reward is the scaffold's "
+                                         f"placeholder, not yours: {facts.reward.reason}.",
+                                         source=facts.reward.source))
+    plan.setting_uses = coverage.setting_uses(plan)
+    _reward_constructs(plan)
+    return Analysis(plan, ev.tinker_fixes)
+
+
+def _task_choices(mint: MintChoices, settings: Settings, facts: task.Task) -> None:
+    """The choices the task adds: the prompt limit, and the throughput variant when the source samples
+    while it trains."""
+    mint.max_prompt_tokens, why = coverage.prompt_limit(mint.kind, settings, mint.max_tokens)
+    if why:
+        mint.reasons.append(why)
+    several = facts.schedule.minibatches > 1 or facts.schedule.updates_per_batch > 1
+    if mint.kind == "grpo" and facts.throughput and several:
+        mint.reasons.append(f"the plain GRPO recipe, although the source samples while it trains "
+                            f"({facts.throughput}): only the plain recipe takes several optim_steps per batch")
+    elif mint.kind == "grpo" and facts.throughput:
+        mint.throughput = True
+        mint.reasons.append(f"the throughput variant (sampling while training, streaming minibatches): the source "
+                            f"samples while it trains ({facts.throughput})")
+
+
+def _still_open(warnings: list[PlanWarning], kind: str, facts: task.Task) -> list[PlanWarning]:
+    """The analyzers' warnings, without the ones train.py now handles: the loss normalisation (in
+    the datum weights / advantages) and several updates per batch (--updates-per-batch)."""
+    handled = set()
+    if kind in ("sft", "grpo"):
+        handled.add("LOSS_AGGREGATION")
+    if kind == "grpo" and facts.schedule.updates_per_batch > 1:
+        handled.add("MULTI_UPDATE")
+    return [w for w in warnings if w.code not in handled]
+
+
+def _reward_constructs(plan: MigrationPlan) -> None:
+    """The side-by-side rows of reward functions name what train.py really does with them."""
+    reward = plan.reward
+    if reward is None:
+        return
+    for construct in plan.constructs:
+        if construct.mint.startswith("reward_fn("):
+            if reward.status == "user":
+                construct.mint = (f"called unchanged from train.py (REWARD, the {reward.style} signature)"
+                                  + (", copied into rewards.py" if reward.extract else ""))
+                construct.note = reward.reason
+            else:
+                construct.mint, construct.note = "train.py's placeholder reward", reward.reason
+
+
+def _launch_context(project: Project, ev: Evidence) -> None:
+    """What every framework's launch has in common: the process count, and launchers and cluster
+    configs that become server-side on MinT."""
+    main = project.main_command()
+    if main is not None and main.world_size is not None and "world_size" not in ev.extras:
+        ev.extra("world_size", main.world_size)
+    for command in project.commands():
+        for launcher in command.launchers:
+            if launcher in {"torchrun", "deepspeed", "accelerate"}:
+                server_side(ev, f"{launcher} (multi-process GPU launch)", command.loc)
+            elif launcher == "ray":
+                server_side(ev, "ray job submit (Ray cluster)", command.loc)
+    for f in project.files:
+        gpu_env = sorted(k for k in (f.shell.exports if f.shell else {}) if k.startswith(("VLLM_", "NCCL_", "CUDA_")))
+        if gpu_env:
+            server_side(ev, f"GPU engine environment ({', '.join(gpu_env)})", f.shell.exports[gpu_env[0]].loc)
+    for f in project.infra_configs():
+        values = f.yaml.values
+        # accelerate's config file sets the process count when the command line does not
+        processes = values.get("num_processes")
+        if processes is not None and isinstance(processes.value, int) and "world_size" not in ev.extras:
+            ev.extra("world_size", processes)
+        keys = ("distributed_type", "deepspeed_config.zero_stage", "zero_optimization.stage")
+        what = next((f"{k}={values[k].value}" for k in keys if k in values), "cluster settings")
+        loc = next((values[k].loc for k in keys if k in values), None)
+        server_side(ev, f"{f.label} ({what})", loc)
+
+
+def _stray_flags(project: Project) -> list[PlanWarning]:
+    out = []
+    for f in project.files:
+        if f.shell is None:
+            continue
+        for loc in f.shell.stray_flags:
+            out.append(PlanWarning(code="STRAY_FLAGS", message="A line starts with a flag but is not part of a "
+                                   "command: a comment or a missing backslash cut the command above it short, and "
+                                   "bash ignores these flags too.", source=str(loc)))
+    return out

@@ -1,0 +1,62 @@
+"""The framework analyzer interface, and the analyzers of the frameworks in mcp_server/frameworks.py.
+
+An analyzer module `mcp_server/analyze/<name>.py` defines `ANALYZER = Analyzer(...)`:
+- detection: the module prefixes a Python file imports (`imports`), or a custom `detect_python`;
+  `detect_command` for a launch command line; `detect_config` for the keys of a YAML config;
+- `analyze(project, evidence)`: read the inputs, offer settings and algorithm votes;
+- `defaults(algorithm)`: the values the framework uses when the inputs say nothing.
+"""
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cache
+
+from mcp_server.analyze.evidence import Evidence, Loc
+from mcp_server.analyze.inputs import InputFile, Project
+from mcp_server.analyze.pyvalues import PySource
+from mcp_server.analyze.shell import Command
+from mcp_server.frameworks import FRAMEWORK_NAMES
+from mcp_server.plan import Algorithm
+
+
+def _never(*_: object) -> bool:
+    return False
+
+
+def _no_defaults(algorithm: Algorithm) -> dict[str, tuple[object, str]]:
+    return {}
+
+
+@dataclass(frozen=True)
+class Analyzer:
+    name: str
+    signals: str  # what identifies it, for people (SKILL.md's table)
+    analyze: Callable[[Project, Evidence], None]
+    defaults: Callable[[Algorithm], dict[str, tuple[object, str]]] = _no_defaults
+    imports: tuple[str, ...] = ()
+    detect_python: Callable[[PySource], Loc | None] | None = None
+    detect_command: Callable[[Command, InputFile | None], bool] = _never
+    detect_config: Callable[[list[str]], bool] = _never
+
+    def python_signal(self, src: PySource) -> Loc | None:
+        """Where a Python file shows this framework (an import, a training loop), if it does."""
+        if self.detect_python is not None:
+            return self.detect_python(src)
+        return src.imports_module(*self.imports) if self.imports else None
+
+
+@cache
+def analyzers() -> tuple[Analyzer, ...]:
+    """Every registered analyzer, in detection order."""
+    out = []
+    for name in FRAMEWORK_NAMES:
+        analyzer = importlib.import_module(f"mcp_server.analyze.{name}").ANALYZER
+        if analyzer.name != name:
+            raise RuntimeError(f"mcp_server/analyze/{name}.py defines ANALYZER for '{analyzer.name}'")
+        out.append(analyzer)
+    return tuple(out)
+
+
+def analyzer(name: str) -> Analyzer:
+    return next(a for a in analyzers() if a.name == name)

@@ -1,0 +1,365 @@
+"""`mint-migrate parity`: the source's own framework and the migrated train.py, one real step each.
+
+Every check here runs TRL (or the hand-written loop) on the CPU and train.py against mint-local,
+on the same rows and the same tiny model. The broken migrations are real edits of a migrated
+train.py, each one a bug ports really have; the check must fail them with the right cause.
+
+The source side of a script is cached by content (parity.source_side), so each fixture's TRL run
+happens once per module and the broken variants only re-run train.py.
+"""
+
+import json
+import math
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from mcp_server.migrate import migrate
+from mcp_server.errors import MintMigrateError
+from mcp_server.parity.check import check_parity
+from mcp_server.parity.compare import Vocab, explain_tokens
+from mcp_server.report import with_section
+
+FIXTURES = Path(__file__).parent / "fixtures" / "parity"
+SFT_CHAT = FIXTURES / "trl_sft_chat" / "sft_chat.py"
+SFT_TEXT = FIXTURES / "trl_sft_text" / "sft_text.py"
+DPO = FIXTURES / "trl_dpo" / "dpo.py"
+ALPACA = FIXTURES / "pytorch_alpaca" / "train_alpaca.py"
+GRPO = FIXTURES / "trl_grpo" / "grpo.py"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def parity_cache(tmp_path_factory):
+    """One source-side cache for the module (and the CLI subprocesses it starts)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("MINT_MIGRATE_CACHE", str(tmp_path_factory.mktemp("parity-cache")))
+        patch.setenv("TINKER_TELEMETRY", "0")
+        yield
+
+
+def migrated(source: Path, out: Path) -> Path:
+    """The engine's migration of `source`, written to `out`."""
+    migrate(source, [], output_dir=str(out), workspace=out, overwrite=True)
+    return out / "train.py"
+
+
+def set_constant(train: Path, name: str, value: str) -> Path:
+    """train.py with one module constant set (the way a user edits it)."""
+    text, count = re.subn(rf"^{name} = .*$", f"{name} = {value}", train.read_text(encoding="utf-8"), flags=re.M)
+    assert count == 1, f"{name} is not a constant of the generated train.py"
+    train.write_text(text, encoding="utf-8")
+    return train
+
+
+def break_with(train: Path, code: str) -> Path:
+    """train.py with `code` added at module level, before main() runs: a deliberate bug."""
+    text = train.read_text(encoding="utf-8")
+    marker = '\nif __name__ == "__main__":'
+    assert text.count(marker) == 1
+    train.write_text(text.replace(marker, "\n" + code.strip() + "\n\n" + marker), encoding="utf-8")
+    return train
+
+
+def errors(report) -> list:
+    return [f for f in report.findings if f.severity == "error"]
+
+
+# --- TRL SFT, conversational (`messages`) ------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_trl_sft_messages_passes_when_train_py_trains_every_token(tmp_path):
+    # TRL trains every token of `messages` data (no assistant_only_loss): TRAIN_ON = "all" matches it.
+    train = set_constant(migrated(SFT_CHAT, tmp_path), "TRAIN_ON", '"all"')
+    report = check_parity(SFT_CHAT, train=train, rows=4)
+    assert report.passed, report.findings
+    assert report.source_runner == "trl.SFTTrainer" and report.kind == "sft"
+    assert report.sequences_compared == 4 and report.tokens_equal and report.positions_equal
+    assert report.weight_constant == pytest.approx(1.0, rel=1e-5)
+    assert report.loss_relative_error < 1e-4
+    # The step-0 loss of a random tiny model over a 2k vocabulary is about ln(2048).
+    assert report.source_loss == pytest.approx(math.log(2048), rel=0.1)
+
+
+@pytest.mark.slow
+def test_trl_sft_messages_with_the_prompt_masked_is_reported(tmp_path):
+    train = set_constant(migrated(SFT_CHAT, tmp_path), "TRAIN_ON", '"completion"')
+    report = check_parity(SFT_CHAT, train=train, rows=4)
+    assert not report.passed and report.tokens_equal and not report.positions_equal
+    [kind] = {(f.check, f.cause) for f in errors(report)}
+    assert kind == ("positions", "masking")
+    finding = errors(report)[0]
+    assert "the source trains" in finding.message and "assistant_only_loss" in finding.message
+    assert finding.fix == 'Set TRAIN_ON = "all" in train.py.'
+    assert finding.source_value != 0 and finding.mint_value == 0
+
+
+@pytest.mark.slow
+def test_chat_template_applied_twice_is_reported(tmp_path):
+    train = set_constant(migrated(SFT_CHAT, tmp_path), "TRAIN_ON", '"all"')
+    break_with(
+        train,
+        '''
+_chat_text_once = chat_text
+
+
+def chat_text(tokenizer, messages, *, add_generation_prompt):
+    once = _chat_text_once(tokenizer, messages, add_generation_prompt=add_generation_prompt)
+    return _chat_text_once(tokenizer, [{"role": "user", "content": once}], add_generation_prompt=add_generation_prompt)
+''',
+    )
+    report = check_parity(SFT_CHAT, train=train, rows=4)
+    assert not report.passed and not report.tokens_equal
+    causes = {f.cause for f in errors(report)}
+    assert causes == {"template_twice"}, report.findings
+    finding = errors(report)[0]
+    assert finding.mint_value > finding.source_value  # more template tokens on the MinT side
+    assert "Apply the chat template once" in finding.fix
+
+
+# --- TRL SFT, plain-text prompt / completion -----------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_trl_sft_plain_text_passes_as_migrated(tmp_path):
+    report = check_parity(SFT_TEXT, train=migrated(SFT_TEXT, tmp_path), rows=8)
+    assert report.passed, report.findings
+    assert report.sequences_compared == 8 and report.tokens_equal and report.positions_equal
+    assert report.weight_constant == pytest.approx(1.0, rel=1e-5)
+    assert report.loss_relative_error < 1e-4
+
+
+@pytest.mark.slow
+def test_prompt_not_masked_is_reported(tmp_path):
+    train = set_constant(migrated(SFT_TEXT, tmp_path), "TRAIN_ON", '"all"')
+    report = check_parity(SFT_TEXT, train=train, rows=8)
+    assert not report.passed
+    assert {(f.check, f.cause) for f in errors(report)} == {("positions", "masking")}
+    finding = errors(report)[0]
+    assert "the prompt is not masked" in finding.message
+    assert finding.fix.startswith('Set TRAIN_ON = "completion"')
+    assert finding.source_value == 0 and finding.mint_value != 0 and finding.position == 0
+
+
+@pytest.mark.slow
+def test_eos_dropped_is_reported(tmp_path):
+    train = break_with(
+        migrated(SFT_TEXT, tmp_path),
+        """
+_prompt_and_answer = prompt_and_answer_tokens
+
+
+def prompt_and_answer_tokens(tokenizer, prompt, answer):
+    prompt_ids, answer_ids = _prompt_and_answer(tokenizer, prompt, answer)
+    return prompt_ids, [t for t in answer_ids if t != tokenizer.eos_token_id]
+""",
+    )
+    report = check_parity(SFT_TEXT, train=train, rows=8)
+    assert not report.passed
+    assert {(f.check, f.cause) for f in errors(report)} == {("tokens", "eos")}
+    assert len(errors(report)) == 8  # every row, each with its position
+    assert all("drops the EOS token" in f.message and f.position is not None for f in errors(report))
+
+
+@pytest.mark.slow
+def test_summed_loss_against_a_token_mean_is_reported(tmp_path):
+    train = set_constant(migrated(SFT_TEXT, tmp_path), "LOSS_NORMALIZATION", '"sum"')
+    report = check_parity(SFT_TEXT, train=train, rows=8)
+    assert not report.passed and report.tokens_equal and report.positions_equal
+    [finding] = errors(report)
+    assert (finding.check, finding.cause) == ("weights", "normalisation")
+    assert "sums the loss" in finding.message and finding.fix.startswith('Set LOSS_NORMALIZATION = "token_mean"')
+    # The summed loss is the mean times the step's trained tokens: not one constant across steps.
+    tokens = round(1 / finding.source_value)
+    assert report.mint_loss == pytest.approx(report.source_loss * tokens, rel=1e-4)
+
+
+# --- TRL DPO -------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_trl_dpo_passes_with_equal_answer_logprobs(tmp_path):
+    report = check_parity(DPO, train=migrated(DPO, tmp_path), rows=4, keep=tmp_path / "records")
+    assert report.passed, report.findings
+    assert report.source_runner == "trl.DPOTrainer" and report.kind == "dpo"
+    assert report.sequences_compared == 8  # chosen and rejected of 4 pairs
+    # At step 0 policy == reference: both losses are ln 2.
+    assert report.source_loss == pytest.approx(math.log(2), rel=1e-5)
+    assert report.mint_loss == pytest.approx(math.log(2), rel=1e-5)
+    # The per-token weight is beta * sigmoid(0) / pairs on each answer token: c = 2 * pairs / beta.
+    assert report.weight_constant == pytest.approx(2 * 4 / 0.1, rel=1e-4)
+    source = json.loads((tmp_path / "records" / "source_record.json").read_text())
+    mint = json.loads((tmp_path / "records" / "mint_record.json").read_text())
+    sums = {(s["row"], s["role"]): s["logprob_sum"] for s in source["sequences"]}
+    assert len(sums) == 8
+    for s in mint["sequences"]:
+        assert s["logprob_sum"] == pytest.approx(sums[(s["row"], s["role"])], rel=1e-4)
+
+
+@pytest.mark.slow
+def test_dpo_beta_changed_in_the_port_is_reported(tmp_path):
+    train = set_constant(migrated(DPO, tmp_path), "BETA", "0.5")
+    report = check_parity(DPO, train=train, rows=4)
+    assert not report.passed
+    [finding] = errors(report)
+    assert (finding.check, finding.cause) == ("settings", "setting")
+    assert (finding.source_value, finding.mint_value) == (0.1, 0.5) and finding.fix == "Set BETA = 0.1 in train.py."
+
+
+# --- TRL GRPO: the completions train.py sampled, scored by TRL's own trainer ------------------------------------
+
+
+@pytest.mark.slow
+def test_trl_grpo_advantages_and_weights_match(tmp_path):
+    report = check_parity(GRPO, train=migrated(GRPO, tmp_path), rows=4, keep=tmp_path / "records")
+    assert report.passed, report.findings
+    assert report.source_runner == "trl.GRPOTrainer" and report.kind == "grpo"
+    assert report.sequences_compared == 16 and report.tokens_equal and report.positions_equal  # 4 groups of 4
+    # TRL divides by the sample std (n - 1), the scaffold by the population std (n): one constant.
+    assert report.weight_constant == pytest.approx(math.sqrt(4 / 3), rel=1e-3)
+    assert "sqrt(4/3)" in report.weight_constant_meaning
+    source = json.loads((tmp_path / "records" / "source_record.json").read_text())
+    mint = json.loads((tmp_path / "records" / "mint_record.json").read_text())
+    completions = {tuple(s["tokens"]): s["advantage"] for s in source["sequences"]}
+    assert len(completions) == 16  # TRL scored exactly the completions train.py sampled
+    for s in mint["sequences"]:  # the same reward ranking: every advantage has the same sign on both sides
+        assert s["advantage"] * completions[tuple(s["tokens"])] >= 0
+
+
+@pytest.mark.slow
+def test_grpo_advantages_not_scaled_by_the_group_std_is_reported(tmp_path):
+    train = set_constant(migrated(GRPO, tmp_path), "NORMALIZE_ADVANTAGES", "False")
+    report = check_parity(GRPO, train=train, rows=4)
+    assert not report.passed and report.tokens_equal and report.positions_equal
+    [finding] = errors(report)
+    assert (finding.check, finding.cause) == ("weights", "normalisation")
+    assert "scale_rewards='group'" in finding.message and finding.fix == "Set NORMALIZE_ADVANTAGES = True in train.py."
+
+
+# --- a hand-written PyTorch loop (Stanford Alpaca style) -----------------------------------------------------
+
+
+@pytest.mark.slow
+def test_alpaca_style_loop_passes(tmp_path):
+    # The data step for this loop is its own prompt template: the rows train.py reads are rendered
+    # with the loop's render_prompt, the completion is the output.
+    sys.path.insert(0, str(ALPACA.parent))
+    try:
+        from train_alpaca import DATA_PATH, render_prompt
+    finally:
+        sys.path.remove(str(ALPACA.parent))
+    examples = json.loads(DATA_PATH.read_text())
+    converted = tmp_path / "rows.jsonl"
+    converted.write_text("".join(json.dumps({"prompt": render_prompt(e), "completion": e["output"]}) + "\n" for e in examples))
+    train = migrated(ALPACA, tmp_path / "out")
+    report = check_parity(ALPACA, train=train, rows=4, data=DATA_PATH, mint_data=converted)
+    assert report.passed, report.findings
+    assert report.source_runner.startswith("pytorch loop")
+    assert report.sequences_compared == 4 and report.positions_equal
+    assert report.weight_constant == pytest.approx(1.0, rel=1e-5)
+    assert report.loss_relative_error < 1e-4
+    assert any("meta-llama/Llama-2-7b-hf -> the shared tiny model" in note for note in report.notes)
+
+
+# --- front ends ----------------------------------------------------------------------------------------------
+
+
+def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    command = [str(Path(sys.executable).parent / "mint-migrate"), "parity", *args]
+    return subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=900, env=dict(os.environ))
+
+
+@pytest.mark.slow
+def test_cli_parity_json_exit_codes_and_migration_md(tmp_path):
+    train = migrated(SFT_TEXT, tmp_path)
+    done = _cli(str(SFT_TEXT), "--train", str(train), "--json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["passed"] and report["weight_constant"] == pytest.approx(1.0, rel=1e-5)
+    markdown = (tmp_path / "MIGRATION.md").read_text()
+    assert markdown.count("## Parity") == 1 and "`mint-migrate parity` passed" in markdown
+
+    set_constant(train, "LOSS_NORMALIZATION", '"sum"')
+    done = _cli(str(SFT_TEXT), "--train", str(train), cwd=tmp_path)
+    assert done.returncode == 1
+    assert "parity FAILED" in done.stdout and "LOSS_NORMALIZATION" in done.stdout
+    markdown = (tmp_path / "MIGRATION.md").read_text()
+    assert markdown.count("## Parity") == 1 and "`mint-migrate parity` FAILED" in markdown
+
+    done = _cli(str(tmp_path / "missing.py"), "--json", cwd=tmp_path)
+    assert done.returncode == 2 and "error" in json.loads(done.stdout)
+
+
+@pytest.fixture
+def anyio_backend():
+    return "asyncio"
+
+
+@pytest.mark.slow
+@pytest.mark.anyio
+async def test_mcp_check_parity_and_smoke_run_with_parity(tmp_path):
+    from mcp import Client
+
+    from mcp_server.server import create_server
+
+    migrated(SFT_TEXT, tmp_path / "out")
+    async with Client(create_server(tmp_path), raise_exceptions=True) as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        assert tools["check_parity"].annotations.destructive_hint is False
+        result = await client.call_tool("check_parity", {"source_path": str(SFT_TEXT), "train_path": "out/train.py"})
+        assert not result.is_error
+        report = result.structured_content
+        assert report["passed"] and report["kind"] == "sft" and report["tokens_equal"]
+        assert "## Parity" in (tmp_path / "out" / "MIGRATION.md").read_text()
+
+        result = await client.call_tool(
+            "launch_smoke_run", {"script_path": "out/train.py", "steps": 2, "parity_source_path": str(SFT_TEXT)}
+        )
+        verdict = result.structured_content
+        assert verdict["passed"], verdict["errors"]
+        assert verdict["parity"]["passed"] and verdict["parity"]["sequences_compared"] == 8
+
+
+# --- fast: the pieces that need no run -----------------------------------------------------------------------
+
+
+def test_bad_input_is_a_usage_error(tmp_path):
+    with pytest.raises(MintMigrateError, match="not a file"):
+        check_parity(tmp_path / "nope.py")
+    launcher = tmp_path / "run.sh"
+    launcher.write_text("accelerate launch sft.py\n")
+    with pytest.raises(MintMigrateError, match="Python training script"):
+        check_parity(launcher)
+    with pytest.raises(MintMigrateError, match="--rows 0"):
+        check_parity(SFT_TEXT, rows=0)
+
+
+def test_token_differences_are_explained():
+    from mint_local.tiny_model import ensure_tiny_model
+
+    model_dir = ensure_tiny_model("tiny")
+    vocab = Vocab(model_dir)
+    text = vocab.tokenizer.encode("Question: what is 12 plus 30?\nAnswer: 42.").ids
+    eos = vocab.eos
+    assert explain_tokens([*text, eos], text, vocab, 3, "sequence").cause == "eos"
+    assert explain_tokens(text, [*text, eos], vocab, 3, "sequence").cause == "eos"
+    short = explain_tokens(text, text[:5], vocab, 0, "sequence")
+    assert short.cause == "truncation" and (short.source_value, short.mint_value) == (len(text), 5)
+    assert "side differs" in explain_tokens(text, text[-5:], vocab, 0, "sequence").message
+    chat = vocab.tokenizer.encode("<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\nhello<|im_end|>\n").ids
+    plain = vocab.tokenizer.encode("user\nhi\nassistant\nhello").ids
+    assert explain_tokens(chat, plain, vocab, 1, "sequence").cause == "template_missing"
+
+
+def test_migration_md_section_is_replaced_not_repeated():
+    text = "# Migration\n\n## What cannot move as-is\n\n- x\n"
+    once = with_section(text, "Parity", "passed")
+    twice = with_section(once, "Parity", "FAILED")
+    assert twice.count("## Parity") == 1 and "FAILED" in twice and "passed" not in twice
+    assert twice.startswith(text.rstrip("\n"))
+    middle = with_section("# M\n\n## Parity\n\nold\n\n## Next\n\nkeep\n", "Parity", "new")
+    assert middle == "# M\n\n## Parity\n\nnew\n\n## Next\n\nkeep\n"

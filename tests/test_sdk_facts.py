@@ -1,0 +1,204 @@
+"""mcp_server/sdk_facts.py against the installed SDK, and every reader of it against the module.
+
+A fact the SDK contradicts fails here (LossFnType, inspect.signature, pydantic fields, the
+version pins); a module that keeps its own copy of a fact instead of importing it fails the
+second half, so a change to the facts reaches render, lint, choices, the CLI, the MCP schema,
+mint-local and the generated docs at once.
+"""
+
+import asyncio
+import importlib.metadata
+import inspect
+import os
+import subprocess
+import sys
+import typing
+from pathlib import Path
+
+import pytest
+
+from mcp_server import sdk_facts
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def sdk():
+    import mint  # importing creates no client: nothing leaves the machine
+
+    return mint
+
+
+# --- the facts are true for the installed SDK -----------------------------------------------------
+
+
+def test_versions_are_the_installed_ones(sdk):
+    assert importlib.metadata.version("mindlab-toolkit") == sdk_facts.MINDLAB_TOOLKIT_VERSION == sdk.__version__
+    assert importlib.metadata.version("tinker") == sdk_facts.TINKER_VERSION == sdk.__tinker_version__
+
+
+def test_loss_names_are_the_sdk_loss_fn_type(sdk):
+    assert typing.get_args(sdk.types.LossFnType) == sdk_facts.LOSS_NAMES
+    assert sdk_facts.RL_LOSSES == tuple(n for n in sdk_facts.LOSS_NAMES if n != "cross_entropy")
+    assert not set(sdk_facts.LATER_SDK_LOSSES) & set(sdk_facts.LOSS_NAMES)
+    assert set(sdk_facts.LOSS_FN_CONFIG_KEYS) == set(sdk_facts.LOSS_NAMES)
+    # forward_backward's loss_fn parameter is that type
+    hints = typing.get_type_hints(sdk.TrainingClient.forward_backward)
+    assert typing.get_args(hints["loss_fn"]) == sdk_facts.LOSS_NAMES
+
+
+def test_loss_fn_config_defaults_use_only_accepted_keys():
+    for loss, config in sdk_facts.loss_fn_config_defaults().items():
+        assert loss in sdk_facts.RL_LOSSES
+        assert set(config or {}) <= set(sdk_facts.LOSS_FN_CONFIG_KEYS[loss]), loss
+    copy = sdk_facts.loss_fn_config_defaults()
+    copy["ppo"]["clip_low_threshold"] = 0.0
+    assert sdk_facts.loss_fn_config_defaults()["ppo"] == sdk_facts.PPO_CLIP == {
+        "clip_low_threshold": 0.8, "clip_high_threshold": 1.2
+    }
+
+
+def _methods(sdk, name: str) -> list:
+    found = [getattr(cls, name) for cls in (sdk.ServiceClient, sdk.TrainingClient, sdk.SamplingClient) if hasattr(cls, name)]
+    if not found:
+        found = [getattr(sdk.types, name)]
+    return found
+
+
+def test_keyword_sets_are_the_sdk_signatures(sdk):
+    for name, keywords in sdk_facts.KEYWORDS.items():
+        params: set[str] = set()
+        for target in _methods(sdk, name):
+            if inspect.isclass(target):
+                params |= set(target.model_fields)
+            else:
+                params |= {p for p in inspect.signature(target).parameters if p != "self"}
+        assert params == keywords, f"{name}: the SDK has {sorted(params)}, sdk_facts says {sorted(keywords)}"
+
+
+def test_client_and_optimizer_defaults(sdk):
+    rank = inspect.signature(sdk.ServiceClient.create_lora_training_client).parameters["rank"].default
+    assert rank == sdk_facts.DEFAULT_LORA_RANK
+    for switch in sdk_facts.LORA_SWITCHES:
+        assert inspect.signature(sdk.ServiceClient.create_lora_training_client).parameters[switch].default is True
+    assert {k: f.default for k, f in sdk.types.AdamParams.model_fields.items()} == sdk_facts.ADAM_DEFAULTS
+    assert set(sdk.types.SamplingParams.model_fields) == sdk_facts.SAMPLING_PARAMS_FIELDS
+
+
+def test_datum_input_keys(sdk):
+    import tinker.types.datum
+
+    assert set(tinker.types.datum._KEY_TO_TYPE) == sdk_facts.RAW_LIST_INPUT_KEYS
+    datum = sdk.types.Datum(
+        model_input=sdk.types.ModelInput.from_ints([1, 2]),
+        loss_fn_inputs={"target_tokens": [2, 3], "weights": [1.0, 1.0], "advantages": [0.5, 0.5]},
+    )
+    with pytest.raises(ValueError) as raised:
+        sdk.TrainingClient._get_custom_loss_forward_data(object(), [datum], "cross_entropy")
+    for key in sdk_facts.CUSTOM_LOSS_INPUT_KEYS:
+        assert key in str(raised.value)
+    ok = sdk.types.Datum(model_input=datum.model_input, loss_fn_inputs={"target_tokens": [2, 3], "weights": [1.0, 1.0]})
+    sdk.TrainingClient._get_custom_loss_forward_data(object(), [ok], "cross_entropy")
+
+
+def test_default_base_url_is_what_import_mint_sets():
+    env = {k: v for k, v in os.environ.items() if k not in ("MINT_BASE_URL", "TINKER_BASE_URL")}
+    done = subprocess.run(
+        [sys.executable, "-c", "import os, mint; print(os.environ['TINKER_BASE_URL'])"],
+        capture_output=True, text=True, env={**env, "TINKER_TELEMETRY": "0"}, timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == sdk_facts.MINT_DEFAULT_BASE_URL
+
+
+# --- every reader uses the module, not a copy ------------------------------------------------------
+
+
+def test_plan_and_render_read_the_facts():
+    from mcp_server import plan, render
+
+    assert typing.get_args(plan.LossFn) == sdk_facts.LOSS_NAMES
+    assert render.RL_LOSSES is sdk_facts.RL_LOSSES
+    assert render.DEFAULT_BASE_MODEL is sdk_facts.DEFAULT_BASE_MODEL
+    assert render.template_values(render.ScaffoldOptions(kind="grpo"))["loss_fn_configs"] == (
+        sdk_facts.loss_fn_config_defaults()
+    )
+
+
+def test_choices_read_the_facts():
+    from mcp_server.analyze import choices
+
+    assert choices.DEFAULT_MODEL is sdk_facts.DEFAULT_BASE_MODEL
+
+
+def test_lint_reads_the_facts():
+    from mcp_server.lint import flow, sdk_rules
+
+    assert sdk_rules.LOSS_NAMES is sdk_facts.LOSS_NAMES
+    assert sdk_rules.SIGNATURES is sdk_facts.KEYWORDS
+    assert sdk_rules.SAMPLING_PARAMS is sdk_facts.SAMPLING_PARAMS_FIELDS
+    assert set(sdk_facts.LOSS_NAMES) | set(sdk_facts.LATER_SDK_LOSSES) <= flow.LOSS_LIKE_NAMES
+
+
+def test_preflight_reads_the_facts():
+    from mcp_server import preflight
+
+    assert preflight.PINNED_TINKER is sdk_facts.TINKER_VERSION
+    assert preflight.PINNED_TOOLKIT is sdk_facts.MINDLAB_TOOLKIT_VERSION
+    assert preflight.DOCUMENTED_MODELS is sdk_facts.MINT_DOCUMENTED_MODELS
+    assert ".".join(map(str, preflight.MAX_COOKBOOK)) == sdk_facts.TINKER_COOKBOOK_MAX_VERSION
+
+
+def test_cli_and_mcp_offer_the_rl_losses():
+    from mcp_server.cli import build_parser
+    from mcp_server.server import create_server
+
+    for loss in sdk_facts.RL_LOSSES:
+        assert build_parser().parse_args(["scaffold", "grpo", "--loss-fn", loss]).loss_fn == loss
+    for later in sdk_facts.LATER_SDK_LOSSES:
+        with pytest.raises(Exception, match="invalid choice"):
+            build_parser().parse_args(["scaffold", "grpo", "--loss-fn", later])
+    tools = {t.name: t for t in asyncio.run(create_server(ROOT).list_tools())}
+    prop = tools["scaffold_train_py"].input_schema["properties"]["loss_fn"]
+    assert next(a["enum"] for a in prop["anyOf"] if "enum" in a) == list(sdk_facts.LOSS_NAMES)
+
+
+def test_mint_local_losses_follow_the_facts():
+    pytest.importorskip("torch")
+    from mint_local import losses
+
+    assert tuple(losses.SPECS) == tuple(losses.LOSS_FUNCTIONS) == sdk_facts.LOSS_NAMES
+    for loss in sdk_facts.LOSS_NAMES:
+        defaults = sdk_facts.loss_fn_config_defaults().get(loss) or {}
+        assert losses.resolve_config(loss, None) == defaults, loss
+        assert set(losses.SPECS[loss].config_defaults) == set(sdk_facts.LOSS_FN_CONFIG_KEYS[loss]), loss
+
+
+@pytest.mark.slow
+def test_training_futures_have_future_over_http(mint_env):
+    """What the docs and MINT011 say about 0.22.0's futures, on the real SDK against mint-local."""
+    import concurrent.futures
+
+    import mint
+    from mint import types
+    from tinker.lib.public_interfaces.api_future import AwaitableConcurrentFuture
+
+    service_client = mint.ServiceClient()
+    try:
+        training_client = service_client.create_lora_training_client(base_model=mint_env.model_name, rank=4)
+        tokens = [5, 6, 7, 8]
+        datum = types.Datum(
+            model_input=types.ModelInput.from_ints(tokens[:-1]),
+            loss_fn_inputs={"target_tokens": tokens[1:], "weights": [1.0, 1.0, 1.0]},
+        )
+        fb = training_client.forward_backward([datum], "cross_entropy")
+        op = training_client.optim_step(types.AdamParams(learning_rate=1e-4))
+        assert isinstance(fb, AwaitableConcurrentFuture) and isinstance(op, AwaitableConcurrentFuture)
+        underneath = fb.future()
+        assert isinstance(underneath, concurrent.futures.Future)
+        done, pending = concurrent.futures.wait([underneath, op.future()], timeout=120)
+        assert not pending
+        assert underneath.result().metrics["loss:sum"] == fb.result().metrics["loss:sum"] > 0
+        assert not hasattr(fb, "coroutine")  # the 0.38 addition MINT011 still reports
+    finally:
+        service_client.holder.close()
