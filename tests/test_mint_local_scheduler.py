@@ -96,6 +96,21 @@ def test_batched_sampling_equals_each_request_alone_bit_for_bit(engine):
     assert [results[i] for i in range(len(requests))] == alone
 
 
+def test_rope_table_values_do_not_depend_on_how_far_it_has_grown():
+    """The sampler's RoPE table grows with the longest position seen (past max_position_embeddings
+    with --max-context): a position's values must be the same whether the table was built at once
+    or grown a block at a time."""
+    from mint_local import qwen3
+    from mint_local.tiny_model import ensure_tiny_model
+
+    grown = qwen3.load(ensure_tiny_model("tiny"), torch.device("cpu"), torch.float32)
+    for positions in (10, 1500, 2100, 5000):
+        grown._rope_table(torch.float32, positions)
+    at_once = qwen3.load(ensure_tiny_model("tiny"), torch.device("cpu"), torch.float32)._rope_table(torch.float32, 5000)
+    assert all(torch.equal(a, b) for a, b in zip(grown._rope_table(torch.float32, 5000), at_once))
+    assert at_once[0].shape[0] >= 5000
+
+
 def test_sdk_concurrent_samples_equal_the_same_requests_alone(mint_local_server):
     """Through the SDK: seeded requests sent all at once, to two samplers and the base model,
     return exactly what each returns alone."""
