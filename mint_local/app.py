@@ -143,6 +143,16 @@ async def capabilities(s: Service, r: Request) -> Any:
     return s.capabilities()
 
 
+async def retrieve_future(s: Service, r: Request) -> Any:
+    """The long poll, told when its client disconnects (a dead client's work is then dropped)."""
+
+    async def disconnected() -> None:
+        while (await r.receive())["type"] != "http.disconnect":
+            pass
+
+    return await s.retrieve_future(await body_json(r), disconnected)
+
+
 async def telemetry(s: Service, r: Request) -> Any:
     await read_body(r)
     return {"status": "accepted"}
@@ -236,7 +246,7 @@ ROUTES: list[tuple[str, str, Handler]] = [
     ("POST", "/api/v1/load_weights", with_body(Service.load_weights)),
     ("POST", "/api/v1/create_sampling_session", with_body(Service.create_sampling_session)),
     ("POST", "/api/v1/asample", with_body(Service.sample)),
-    ("POST", "/api/v1/retrieve_future", with_body(Service.retrieve_future)),
+    ("POST", "/api/v1/retrieve_future", retrieve_future),
     ("GET", "/api/v1/samplers/{sampler_id}", get_sampler),
     ("POST", "/api/v1/weights_info", with_body(Service.weights_info)),
     ("GET", "/api/v1/training_runs", training_runs),

@@ -127,6 +127,11 @@ class Engine:
         self.vocab_size = int(self.model.get_output_embeddings().weight.shape[0])
         self.max_context = _pick_max_context(max_context, int(getattr(config, "max_position_embeddings", 0) or 4096), builtin, self.path)
         self.lm: sampling.LanguageModel = self.model if builtin else sampling.TransformersLM(self.model)
+        self.routing = lora.routing(self.model)
+        # Requests share attention batches only where the kernels are known to compute each
+        # batch row on its own (the built-in model on the CPU); see sampling.py.
+        self._merge_cohorts = builtin and self.device.type == "cpu"
+        self.decoder = self.new_decoder()
         self.groups = _linear_module_groups(self.model)
         self.eos_ids = _eos_ids(self.path, config)
         self._tokenizer = None
@@ -285,9 +290,13 @@ class Engine:
         self._inject(name, int(config["r"]), float(config["lora_alpha"]), list(config["target_modules"]), seed=0)
         self._copy_into(name, tensors, what=str(source.model_path or source.folder))
         self._sampler_adapters[key] = name
-        while len(self._sampler_adapters) > SAMPLER_ADAPTER_SLOTS:
-            _, old = self._sampler_adapters.popitem(last=False)
-            self._remove(old)
+        in_use = self.decoder.adapters_in_use()
+        for old_key, old in list(self._sampler_adapters.items()):
+            if len(self._sampler_adapters) <= SAMPLER_ADAPTER_SLOTS:
+                break
+            if old != name and old not in in_use:  # never evict an adapter a request still decodes with
+                del self._sampler_adapters[old_key]
+                self._remove(old)
         return name
 
     def _copy_into(self, adapter: str, tensors: dict[str, torch.Tensor], what: str) -> None:
@@ -497,7 +506,11 @@ class Engine:
             self._tokenizer = _load_decoder(self.path)
         return self._tokenizer
 
-    def sample(
+    def new_decoder(self, **limits: Any) -> sampling.Decoder:
+        """A sampler for this model; `limits` override the Decoder's work bounds (tests)."""
+        return sampling.Decoder(self.lm, self.routing, vocab_size=self.vocab_size, merge=self._merge_cohorts, **limits)
+
+    def sample_request(
         self,
         source: AdapterSource,
         prompt: list[int],
@@ -505,8 +518,12 @@ class Engine:
         params: Any,
         want_prompt_logprobs: bool,
         topk_prompt: int,
-    ) -> dict[str, Any]:
-        self._activate(self._load_sampler_adapter(source))
+        *,
+        owner: str | None = None,
+        report: sampling.Report = lambda payload: None,
+    ) -> sampling.SampleRequest:
+        """A sampling request for the decoder (worker thread: it may load the checkpoint's adapter)."""
+        adapter = self._load_sampler_adapter(source)
         stop = params.stop
         stop_strings: tuple[str, ...] = ()
         stop_ids: frozenset[int] = frozenset(self.eos_ids)
@@ -527,16 +544,37 @@ class Engine:
             stop_ids=stop_ids,
             stop_strings=stop_strings,
         )
-        with torch.inference_mode():
-            seqs = sampling.generate(self.lm, prompt, num_samples, settings, self.device, self._decode)
-            result: dict[str, Any] = {
-                "type": "sample",
-                "sequences": [{"stop_reason": s.stop_reason, "tokens": s.tokens, "logprobs": s.logprobs} for s in seqs],
-            }
-            if want_prompt_logprobs or topk_prompt > 0:
-                values, top = sampling.prompt_logprobs(self.lm, prompt, self.device, topk_prompt)
-                result["prompt_logprobs"] = values if want_prompt_logprobs else None
-                result["topk_prompt_logprobs"] = top
+        return sampling.SampleRequest(
+            prompt,
+            num_samples,
+            settings,
+            adapter,
+            device=self.device,
+            decode=self._decode,
+            want_prompt_logprobs=want_prompt_logprobs,
+            topk_prompt=topk_prompt,
+            owner=owner,
+            report=report,
+        )
+
+    def sample(
+        self,
+        source: AdapterSource,
+        prompt: list[int],
+        num_samples: int,
+        params: Any,
+        want_prompt_logprobs: bool,
+        topk_prompt: int,
+    ) -> dict[str, Any]:
+        """Serve one sampling request alone, start to finish (the server batches requests through
+        `decoder` instead; results are the same bit for bit)."""
+        result: dict[str, Any] = {}
+        decoder = self.new_decoder()
+        decoder.add(self.sample_request(source, prompt, num_samples, params, want_prompt_logprobs, topk_prompt, report=result.update))
+        while decoder.pending():
+            decoder.step()
+        if "error" in result:
+            raise RuntimeError(result["error"])
         return result
 
     def _decode(self, tokens: list[int]) -> str:

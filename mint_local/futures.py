@@ -1,10 +1,11 @@
 """Request futures, the model worker thread and per-model `seq_id` ordering.
 
 The SDK submits an operation, gets `{request_id}` back at once, then long-polls
-`/api/v1/retrieve_future`. Model work runs on one worker thread, in submission order; within
-a training model, requests carrying `seq_id` (1, 2, 3, ... per training client) are queued in
-`seq_id` order even when they arrive out of order (tinker sends the chunks of one large
-forward_backward concurrently, the first chunk last).
+`/api/v1/retrieve_future`. Model work runs on one worker thread (Worker), which interleaves
+queued jobs with bounded steps of the batched sampler; within a training model, requests
+carrying `seq_id` (1, 2, 3, ... per training client) are queued in `seq_id` order even when
+they arrive out of order (tinker sends the chunks of one large forward_backward concurrently,
+the first chunk last).
 """
 
 from __future__ import annotations
@@ -17,10 +18,10 @@ import sys
 import threading
 import time
 import traceback
-from collections import deque
-from collections.abc import Callable
+from collections import OrderedDict, deque
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from .errors import UserError
 
@@ -30,6 +31,10 @@ T = TypeVar("T")
 LONG_POLL_S = 30.0
 KEEP_RESULTS_S = 600.0
 SEQ_GAP_TIMEOUT_S = 10.0
+
+
+class ClientGone(Exception):
+    """The client closed the connection of its long poll."""
 
 
 @dataclass
@@ -68,7 +73,11 @@ class FutureStore:
             _, request_id = self._finished.popleft()
             self._entries.pop(request_id, None)
 
-    async def wait(self, request_id: str, timeout: float = LONG_POLL_S) -> dict[str, Any]:
+    async def wait(
+        self, request_id: str, timeout: float = LONG_POLL_S, disconnected: Callable[[], Awaitable[None]] | None = None
+    ) -> dict[str, Any]:
+        """The result, or a try_again answer after `timeout`; raises ClientGone when
+        `disconnected()` (the poll's connection closing) comes first."""
         entry = self._entries.get(request_id)
         if entry is None:
             raise UserError(
@@ -77,26 +86,76 @@ class FutureStore:
                 status=404,
             )
         if not entry.done.is_set():
-            try:
-                await asyncio.wait_for(entry.done.wait(), timeout)
-            except TimeoutError:
+            waiters = [asyncio.ensure_future(entry.done.wait())]
+            if disconnected is not None:
+                waiters.append(asyncio.ensure_future(disconnected()))
+            finished, pending = await asyncio.wait(waiters, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+            for waiter in pending:
+                waiter.cancel()
+            if not entry.done.is_set():
+                if len(waiters) > 1 and waiters[1] in finished:
+                    raise ClientGone(request_id)
                 return {"type": "try_again", "request_id": request_id, "queue_state": "active"}
         assert entry.payload is not None
         return entry.payload
 
 
-class Worker:
-    """The one thread that touches torch: it loads the model (`call`) and then runs every model
-    job in submission order (`submit`).
+class Batcher(Protocol):
+    """Work that advances in bounded steps, many requests at once (the engine's sampler,
+    sampling.Decoder). Each request reports its own result."""
 
-    Why the same thread for both: once a thread has run parallel torch ops its OpenMP team stays
-    alive, and parallel ops on another thread then ran ~1.6x slower on 2 cores (a ~30M-parameter
-    training step took 480 ms on the worker when the model was loaded on the main thread, 300 ms
-    when loaded on the worker).
+    def add(self, request: Any) -> None: ...
+
+    def pending(self) -> bool: ...
+
+    def step(self) -> None: ...
+
+    def cancel(self, owner: str, message: str) -> int: ...
+
+    def fail_all(self, message: str) -> None: ...
+
+
+@dataclass
+class _Task:
+    job: Job
+    report: Callable[[dict[str, Any]], None]
+    owner: str | None
+
+
+def _failure(e: Exception) -> dict[str, Any]:
+    """The failed-future payload for an exception raised by a job."""
+    if isinstance(e, UserError):
+        return {"error": e.message, "category": "user"}
+    traceback.print_exc(file=sys.stderr)
+    return {"error": f"mint-local internal error: {type(e).__name__}: {e}", "category": "server"}
+
+
+def _run_job(job: Job) -> dict[str, Any]:
+    try:
+        return job()
+    except Exception as e:  # noqa: BLE001 - the server must outlive any request
+        return _failure(e)
+
+
+class Worker:
+    """The one thread that touches torch: it loads the model (`call`), then runs the scheduler.
+
+    Each iteration runs one queued job (training steps, saves, ...; taken round-robin across
+    owners, i.e. sessions, in submission order within one) and one bounded step of the sampler
+    (prefill of new requests, one token for the requests in flight). So a long sampling request
+    and another client's forward interleave: neither waits for the other to finish. Jobs of one
+    training model stay in order: SeqGate releases them in seq_id order, all under one owner.
+
+    Why one thread for everything: once a thread has run parallel torch ops its OpenMP team
+    stays alive, and parallel ops on another thread then ran ~1.6x slower on 2 cores (a
+    ~30M-parameter training step took 480 ms on the worker when the model was loaded on the main
+    thread, 300 ms when loaded on the worker).
     """
 
     def __init__(self) -> None:
-        self._queue: queue.Queue[Callable[[], None] | None] = queue.Queue()
+        self._inbox: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
+        self._jobs: OrderedDict[str | None, deque[_Task]] = OrderedDict()
+        self.batcher: Batcher | None = None
         self._thread = threading.Thread(target=self._run, name="mint-local-worker", daemon=True)
         self._thread.start()
 
@@ -110,30 +169,76 @@ class Worker:
             except BaseException as e:  # noqa: BLE001 - handed to the caller, who decides
                 done.set_exception(e)
 
-        self._queue.put(task)
+        self._inbox.put(task)
         return done.result()
 
-    def submit(self, job: Job, report: Callable[[dict[str, Any]], None]) -> None:
+    def attach(self, batcher: Batcher) -> None:
+        """Use `batcher` for sampling requests (set once the engine is loaded)."""
+        self.call(lambda: setattr(self, "batcher", batcher))
+
+    def submit(self, job: Job, report: Callable[[dict[str, Any]], None], owner: str | None = None) -> None:
         """Queue a job; report(payload) gets its result or its error, on the worker thread."""
+        self._inbox.put(lambda: self._jobs.setdefault(owner, deque()).append(_Task(job, report, owner)))
 
-        def task() -> None:
+    def submit_batched(self, start: Callable[[], Any], report: Callable[[dict[str, Any]], None]) -> None:
+        """Hand the batcher the request start() makes on the worker thread (start's errors are reported)."""
+
+        def admit() -> None:
             try:
-                payload = job()
-            except UserError as e:
-                payload = {"error": e.message, "category": "user"}
-            except Exception as e:  # noqa: BLE001 - the server must outlive any request
-                traceback.print_exc(file=sys.stderr)
-                payload = {"error": f"mint-local internal error: {type(e).__name__}: {e}", "category": "server"}
-            report(payload)
+                request = start()
+            except Exception as e:  # noqa: BLE001 - e.g. a checkpoint that no longer loads
+                report(_failure(e))
+                return
+            assert self.batcher is not None, "attach() a batcher before submitting batched work"
+            self.batcher.add(request)
 
-        self._queue.put(task)
+        self._inbox.put(admit)
+
+    def cancel(self, owner: str, message: str) -> None:
+        """Drop every queued job and batched request of `owner`; each reports `message` as its error."""
+
+        def drop() -> None:
+            tasks = self._jobs.pop(owner, deque())
+            for task in tasks:
+                task.report({"error": message, "category": "user"})
+            dropped = len(tasks) + (self.batcher.cancel(owner, message) if self.batcher else 0)
+            if dropped:
+                print(f"mint-local: dropped {dropped} queued request(s) of {owner}: {message}", file=sys.stderr, flush=True)
+
+        self._inbox.put(drop)
 
     def stop(self) -> None:
-        self._queue.put(None)
+        self._inbox.put(None)
+
+    def _busy(self) -> bool:
+        return bool(self._jobs) or (self.batcher is not None and self.batcher.pending())
 
     def _run(self) -> None:
-        while (task := self._queue.get()) is not None:
-            task()
+        while True:
+            # Take everything that arrived; wait only when there is nothing to do.
+            try:
+                message = self._inbox.get(block=not self._busy())
+                while True:
+                    if message is None:
+                        return
+                    message()
+                    message = self._inbox.get_nowait()
+            except queue.Empty:
+                pass
+            if self._jobs:
+                owner, tasks = next(iter(self._jobs.items()))
+                task = tasks.popleft()
+                if tasks:
+                    self._jobs.move_to_end(owner)
+                else:
+                    del self._jobs[owner]
+                task.report(_run_job(task.job))
+            if self.batcher is not None and self.batcher.pending():
+                try:
+                    self.batcher.step()
+                except Exception as e:  # noqa: BLE001 - the sampler reports its own failures; this is the last line
+                    traceback.print_exc(file=sys.stderr)
+                    self.batcher.fail_all(f"mint-local internal error while sampling: {type(e).__name__}: {e}")
 
 
 class SeqGate:

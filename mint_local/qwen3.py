@@ -13,6 +13,7 @@ both against transformers and peft. Any other model folder is loaded with transf
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,9 @@ from typing import Any
 import torch
 import torch.nn.functional as F  # noqa: N812 - the PyTorch convention
 from torch import nn
+
+# Positions per block of the sampler's RoPE table (Qwen3ForCausalLM._rope_table).
+ROPE_BLOCK = 1024
 
 
 class UnsupportedConfig(ValueError):
@@ -74,26 +78,55 @@ class Qwen3Config:
         )
 
 
-class KVCache:
-    """Keys and values per layer, [batch, kv_heads, seen tokens, head_dim]."""
+class RowCache:
+    """Keys and values of one group of sampling rows (a cohort) for the packed forward: per
+    layer one [rows, 2 * kv_heads, capacity, head_dim] buffer, keys then values, that grows by
+    doubling, so a decode step writes one position instead of copying the cache. All rows hold
+    the same number of tokens.
+
+    The buffers depend only on this cohort's own history (prompt length, steps, rows that
+    finished), never on other requests in the batch: attention over them runs with the same
+    shapes whether a request is served alone or with others."""
 
     def __init__(self, num_layers: int) -> None:
-        self.layers: list[tuple[torch.Tensor, torch.Tensor] | None] = [None] * num_layers
+        self.layers: list[torch.Tensor | None] = [None] * num_layers
+        self.length = 0
 
-    @property
-    def seen(self) -> int:
-        first = self.layers[0]
-        return 0 if first is None else int(first[0].shape[2])
+    def write(self, layer: int, kv: torch.Tensor) -> torch.Tensor:
+        """Append kv ([rows, 2 * kv_heads, new, head_dim]) after the cached tokens; return the
+        view of every key and value so far."""
+        end = self.length + kv.shape[2]
+        buffer = self.layers[layer]
+        if buffer is None or buffer.shape[2] < end:
+            capacity = max(end, 2 * (0 if buffer is None else buffer.shape[2]))
+            grown = kv.new_empty((kv.shape[0], kv.shape[1], capacity, kv.shape[3]))
+            if buffer is not None:
+                grown[:, :, : self.length] = buffer[:, :, : self.length]
+            buffer = self.layers[layer] = grown
+        buffer[:, :, self.length : end] = kv
+        return buffer[:, :, :end]
 
-    def update(self, layer: int, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        past = self.layers[layer]
-        if past is not None:
-            k, v = torch.cat([past[0], k], dim=2), torch.cat([past[1], v], dim=2)
-        self.layers[layer] = (k, v)
-        return k, v
+    def expand(self, rows: int) -> RowCache:
+        """A new cache with `rows` copies of this one prefilled row (num_samples > 1; requests
+        with the same prompt share the prefill)."""
+        expanded = RowCache(len(self.layers))
+        expanded.length = self.length
+        expanded.layers = [None if t is None else t.repeat(rows, 1, 1, 1) for t in self.layers]
+        return expanded
 
-    def batch_repeat_interleave(self, repeats: int) -> None:
-        self.layers = [None if kv is None else (kv[0].repeat_interleave(repeats, 0), kv[1].repeat_interleave(repeats, 0)) for kv in self.layers]
+    def keep(self, rows: list[int]) -> None:
+        """Drop the rows not listed (finished sequences leave the batch)."""
+        index = torch.tensor(rows, dtype=torch.int64)
+        self.layers = [None if t is None else t.index_select(0, index.to(t.device)) for t in self.layers]
+
+    @classmethod
+    def join(cls, caches: list[RowCache]) -> RowCache:
+        """One cache holding the rows of several caches of the same length and capacity (requests
+        admitted together with prompts of one length decode as one attention batch)."""
+        joined = cls(len(caches[0].layers))
+        joined.length = caches[0].length
+        joined.layers = [None if t is None else torch.cat([c.layers[i] for c in caches]) for i, t in enumerate(caches[0].layers)]  # type: ignore[misc]
+        return joined
 
 
 class RMSNorm(nn.Module):
@@ -107,6 +140,14 @@ class RMSNorm(nn.Module):
         x = x.to(torch.float32)
         x = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)
         return self.weight * x.to(dtype)
+
+
+def _norm(norm: RMSNorm, x: torch.Tensor) -> torch.Tensor:
+    """RMSNorm in one fused call where that gives the module's exact result (float32): the packed
+    forward runs a norm per tile and layer, and on small models each op's overhead counts."""
+    if x.dtype == torch.float32:
+        return F.rms_norm(x, norm.weight.shape, norm.weight, norm.eps)
+    return norm(x)
 
 
 def _rotate_half(x: torch.Tensor) -> torch.Tensor:
@@ -130,7 +171,7 @@ class Attention(nn.Module):
         self.q_norm = RMSNorm(c.head_dim, c.rms_norm_eps)
         self.k_norm = RMSNorm(c.head_dim, c.rms_norm_eps)
 
-    def forward(self, x: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor], cache: KVCache | None, past: int) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
         b, t, _ = x.shape
         q = self.q_norm(self.q_proj(x).view(b, t, self.heads, self.head_dim)).transpose(1, 2)
         k = self.k_norm(self.k_proj(x).view(b, t, self.kv_heads, self.head_dim)).transpose(1, 2)
@@ -138,15 +179,10 @@ class Attention(nn.Module):
         cos, sin = rope[0].unsqueeze(1), rope[1].unsqueeze(1)
         q = q * cos + _rotate_half(q) * sin
         k = k * cos + _rotate_half(k) * sin
-        if cache is not None:
-            k, v = cache.update(self.layer, k, v)
         groups = self.heads // self.kv_heads
         if groups > 1:
             k, v = k.repeat_interleave(groups, dim=1), v.repeat_interleave(groups, dim=1)
-        mask = None
-        if past and t > 1:  # new tokens after a cached prefix: each sees the prefix and the new ones before it
-            mask = torch.arange(t, device=x.device)[:, None] + past >= torch.arange(past + t, device=x.device)[None, :]
-        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=past == 0 and t > 1, scale=self.head_dim**-0.5)
+        out = F.scaled_dot_product_attention(q, k, v, is_causal=t > 1, scale=self.head_dim**-0.5)
         return self.o_proj(out.transpose(1, 2).reshape(b, t, -1))
 
 
@@ -169,8 +205,8 @@ class DecoderLayer(nn.Module):
         self.post_attention_layernorm = RMSNorm(c.hidden_size, c.rms_norm_eps)
         self.mlp = MLP(c)
 
-    def forward(self, x: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor], cache: KVCache | None, past: int) -> torch.Tensor:
-        x = x + self.self_attn(self.input_layernorm(x), rope, cache, past)
+    def forward(self, x: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+        x = x + self.self_attn(self.input_layernorm(x), rope)
         return x + self.mlp(self.post_attention_layernorm(x))
 
 
@@ -183,20 +219,20 @@ class Qwen3Model(nn.Module):
         # RoPE frequencies stay float32 whatever the weights' dtype (set on the device by load()).
         self.inv_freq = _inv_freq(c, torch.device("cpu"))
 
-    def forward(self, input_ids: torch.Tensor, cache: KVCache | None) -> torch.Tensor:
+    def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
         x = self.embed_tokens(input_ids)
-        past = cache.seen if cache is not None else 0
-        positions = torch.arange(past, past + input_ids.shape[1], device=input_ids.device, dtype=torch.float32)
+        positions = torch.arange(input_ids.shape[1], device=input_ids.device, dtype=torch.float32)
         freqs = positions[:, None] * self.inv_freq[None, :]
         angles = torch.cat((freqs, freqs), dim=-1)[None]
         rope = (angles.cos().to(x.dtype), angles.sin().to(x.dtype))
         for layer in self.layers:
-            x = layer(x, rope, cache, past)
+            x = layer(x, rope)
         return self.norm(x)
 
 
 class Qwen3ForCausalLM(nn.Module):
-    """Offers the engine's language-model interface directly: `full_logits` and `step`."""
+    """Offers the engine's language-model interface directly: `full_logits` (training), and
+    `new_cache` and `forward_packed` (sampling)."""
 
     def __init__(self, config: Qwen3Config) -> None:
         super().__init__()
@@ -210,12 +246,148 @@ class Qwen3ForCausalLM(nn.Module):
         return self.lm_head
 
     def full_logits(self, input_ids: torch.Tensor) -> torch.Tensor:
-        return self.lm_head(self.model(input_ids, None))
+        return self.lm_head(self.model(input_ids))
 
-    def step(self, input_ids: torch.Tensor, cache: KVCache | None) -> tuple[torch.Tensor, KVCache]:
-        cache = cache if cache is not None else KVCache(self.config.num_hidden_layers)
-        hidden = self.model(input_ids, cache)
-        return self.lm_head(hidden[:, -1:, :])[:, -1, :].float(), cache
+    # --- the packed forward of the sampler --------------------------------------------------
+
+    def new_cache(self) -> RowCache:
+        return RowCache(self.config.num_hidden_layers)
+
+    def _rope_table(self, dtype: torch.dtype, positions: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """cos and sin of positions 0.. (at least `positions` of them), sin with its first half
+        negated: then rope(x) = x * cos + swap_halves(x) * sin, the same products as
+        rotate_half's. Built in blocks of ROPE_BLOCK positions as the context grows (the server
+        may run past max_position_embeddings: `--max-context`); a fixed block shape keeps each
+        value the same however long the table has grown."""
+        table = self.__dict__.get("_rope")
+        if table is not None and table[0].dtype == dtype and table[0].shape[0] >= positions:
+            return table
+        inv_freq = self.model.inv_freq
+        half = self.config.head_dim // 2
+        cos_blocks, sin_blocks = ([table[0]], [table[1]]) if table is not None and table[0].dtype == dtype else ([], [])
+        for start in range(sum(b.shape[0] for b in cos_blocks), positions, ROPE_BLOCK):
+            freqs = torch.arange(start, start + ROPE_BLOCK, device=inv_freq.device, dtype=torch.float32)[:, None] * inv_freq[None, :]
+            angles = torch.cat((freqs, freqs), dim=-1)
+            sin = angles.sin()
+            sin[:, :half] = -sin[:, :half]
+            cos_blocks.append(angles.cos().to(dtype))
+            sin_blocks.append(sin.to(dtype))
+        table = self.__dict__["_rope"] = (torch.cat(cos_blocks), torch.cat(sin_blocks))
+        return table
+
+    def forward_packed(self, segments: Sequence[Any], tile: int, routing: Any) -> list[torch.Tensor]:
+        """Run the new tokens of several sampling requests as one batch; return, per segment,
+        float32 logits [rows, new, vocab] (`all_logits`) or [rows, vocab] (last position).
+
+        A segment is `tokens` (rows lists of `new` token ids), a `cache` (RowCache) and
+        `adapters` (one per row, None for the base weights). Rows of all segments are flattened
+        into one token axis that is cut into tiles of exactly `tile` rows (the last one
+        zero-padded), and every matmul, norm and elementwise op runs tile by tile. Attention runs per segment, on that segment's own
+        cache. So each op sees the same shapes whatever else is in the batch, and a request's
+        results are bit for bit those it gets alone: CPU (and GPU) matmul kernels change their
+        blocking with the number of rows, which moves results by ~1e-7 relative when rows are
+        batched with a varying count.
+
+        `routing` (lora.Routing) is pointed at each tile's rows before the tile runs, so the
+        LoRA layers add each row's own adapter."""
+        c = self.config
+        device = self.model.embed_tokens.weight.device
+        dtype = self.model.embed_tokens.weight.dtype
+        spans, ids, positions, adapters = [], [], [], []
+        start = 0
+        for seg in segments:
+            rows, new = len(seg.tokens), len(seg.tokens[0])
+            spans.append((start, start + rows * new, rows, new))
+            start += rows * new
+            for row in seg.tokens:
+                ids.extend(row)
+            positions.extend(list(range(seg.cache.length, seg.cache.length + new)) * rows)
+            adapters.extend(a for a in seg.adapters for _ in range(new))
+        total = start
+        padded = -(-total // tile) * tile
+        pad_rows = padded - total
+        adapters.extend([None] * pad_rows)
+        cos_table, sin_table = self._rope_table(dtype, max(positions) + 1)
+        flat = torch.tensor([ids + [0] * pad_rows, positions + [0] * pad_rows], dtype=torch.int64).to(device)
+        cos, sin = cos_table[flat[1]][:, None, :], sin_table[flat[1]][:, None, :]
+        x = self.model.embed_tokens(flat[0])
+        heads, kv_heads, head_dim = c.num_attention_heads, c.num_key_value_heads, c.head_dim
+        scale, gqa = head_dim**-0.5, heads != kv_heads
+        pad = x.new_zeros((padded - total, heads * head_dim)) if padded > total else None
+
+        def rope(t: torch.Tensor, at: slice) -> torch.Tensor:
+            swapped = t.view(t.shape[0], t.shape[1], 2, head_dim // 2).flip(2).view(t.shape)
+            return t * cos[at] + swapped * sin[at]
+
+        def tiled(row_adapters: list[str | None]) -> list[tuple[slice, Any]]:
+            """Tiles over rows with these adapters, each with its LoRA routes."""
+            return [(slice(a, a + tile), routing.routes(row_adapters[a : a + tile])) for a in range(0, len(row_adapters), tile)]
+
+        def each_tile(tiles: list[tuple[slice, Any]], fn: Callable[[slice], torch.Tensor]) -> torch.Tensor:
+            outs = []
+            for at, routes in tiles:
+                routing.current = routes
+                outs.append(fn(at))
+            return outs[0] if len(outs) == 1 else torch.cat(outs)
+
+        tiles = tiled(adapters)
+        for layer in self.model.layers:
+            attn = layer.self_attn
+
+            def project(t: slice, layer: Any = layer, attn: Any = attn, x: torch.Tensor = x) -> torch.Tensor:
+                h = _norm(layer.input_layernorm, x[t])
+                q = _norm(attn.q_norm, attn.q_proj(h).view(tile, heads, head_dim))
+                k = _norm(attn.k_norm, attn.k_proj(h).view(tile, kv_heads, head_dim))
+                v = attn.v_proj(h).view(tile, kv_heads, head_dim)
+                return torch.cat((rope(torch.cat((q, k), dim=1), t), v), dim=1)  # one rope for q and k
+
+            qkv = each_tile(tiles, project)  # [padded, heads + 2 * kv_heads, head_dim]
+            outs = []
+            for seg, (s, e, rows, new) in zip(segments, spans, strict=True):
+                past = seg.cache.length
+                # [rows, heads + 2 * kv_heads, new, head_dim]; decode steps (new == 1) take one op
+                both = qkv[s:e, :, None] if new == 1 else qkv[s:e].view(rows, new, -1, head_dim).transpose(1, 2)
+                cached = seg.cache.write(attn.layer, both[:, heads:])
+                keys, values = cached[:, :kv_heads], cached[:, kv_heads:]
+                mask = None
+                if past and new > 1:  # new tokens after a cached prefix see it and the new ones before them
+                    mask = torch.arange(new, device=device)[:, None] + past >= torch.arange(past + new, device=device)[None, :]
+                out = F.scaled_dot_product_attention(
+                    both[:, :heads], keys, values, attn_mask=mask, is_causal=not past and new > 1, scale=scale, enable_gqa=gqa
+                )
+                outs.append(out.reshape(rows, heads * head_dim) if new == 1 else out.transpose(1, 2).reshape(rows * new, heads * head_dim))
+            if pad is not None:
+                outs.append(pad)
+            attended = outs[0] if len(outs) == 1 else torch.cat(outs)
+
+            def finish(t: slice, layer: Any = layer, attn: Any = attn, x: torch.Tensor = x, attended: torch.Tensor = attended) -> torch.Tensor:
+                y = x[t] + attn.o_proj(attended[t])
+                return y + layer.mlp(_norm(layer.post_attention_layernorm, y))
+
+            x = each_tile(tiles, finish)
+        for seg, (_, _, _, new) in zip(segments, spans, strict=True):
+            seg.cache.length += new
+        # The unembedding runs only on the positions whose logits are wanted, again in tiles.
+        wanted: list[torch.Tensor] = []
+        wanted_adapters: list[str | None] = []
+        for seg, (s, e, _rows, new) in zip(segments, spans, strict=True):
+            wanted.append(torch.arange(s, e) if seg.all_logits else torch.arange(s + new - 1, e, new))
+            wanted_adapters.extend(a for a in seg.adapters for _ in range(new if seg.all_logits else 1))
+        index = torch.cat(wanted)
+        count = len(index)
+        padding = -count % tile
+        wanted_adapters.extend([None] * padding)
+        picked = x[index.to(device)]
+        if padding:
+            picked = torch.cat((picked, picked.new_zeros((padding, picked.shape[1]))))
+        logits = each_tile(tiled(wanted_adapters), lambda t: self.lm_head(_norm(self.model.norm, picked[t])).float())
+        outputs, at = [], 0
+        for seg, (_s, _e, rows, new) in zip(segments, spans, strict=True):
+            n = rows * new if seg.all_logits else rows
+            block = logits[at : at + n]
+            outputs.append(block.view(rows, new, -1) if seg.all_logits else block)
+            at += n
+        return outputs
 
 
 def load(folder: Path, device: torch.device, dtype: torch.dtype) -> Qwen3ForCausalLM:

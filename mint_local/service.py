@@ -16,7 +16,7 @@ import math
 import os
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,7 +27,7 @@ from . import checkpoints as ck
 from . import protocol as p
 from .engine import BASE_WEIGHTS, AdapterSource, Engine
 from .errors import NotFound, UserError
-from .futures import FutureStore, Job, SeqGate, Worker
+from .futures import ClientGone, FutureStore, Job, SeqGate, Worker
 from .inputs import model_input_tokens, prepare_batch, tensor_from_wire
 
 MAX_NUM_SAMPLES = 1024
@@ -38,6 +38,12 @@ MAX_METADATA_BYTES = 16 * 1024  # user_metadata, as JSON
 # How far a training request's seq_id may run ahead of the highest one its model has seen: the
 # SDK numbers requests 1, 2, 3 ... and only the chunks of one call travel concurrently.
 MAX_SEQ_AHEAD = 4096
+# A client is gone, and its queued work is dropped, when its session sends nothing (the SDK
+# heartbeats every 10 s) for SESSION_TIMEOUT_S, or when its long polls close and nothing comes
+# from it for CLIENT_GONE_GRACE_S (a live SDK client re-polls at once).
+SESSION_TIMEOUT_S = float(os.environ.get("MINT_LOCAL_SESSION_TIMEOUT_S", "60"))
+CLIENT_GONE_GRACE_S = 2.0
+SWEEP_S = 5.0
 
 
 @dataclass
@@ -48,6 +54,14 @@ class Session:
     created: float = field(default_factory=time.time)
     training_run_ids: list[str] = field(default_factory=list)
     sampler_ids: list[str] = field(default_factory=list)
+    # Liveness, for dropping the work of a dead client (event-loop thread only).
+    last_seen: float = field(default_factory=time.monotonic)
+    open_polls: int = 0
+    gone: bool = False
+
+    def seen(self) -> None:
+        self.last_seen = time.monotonic()
+        self.gone = False
 
 
 @dataclass
@@ -81,16 +95,40 @@ class Service:
         self.gates: dict[str, SeqGate] = {}
         self._highest_seq: dict[str, int] = {}
         self._jwt_secret = os.urandom(32)
+        self._owners: dict[str, str | None] = {}  # pending request_id -> the session it belongs to
+        worker.attach(engine.decoder)
+        self._sweep_s = min(SWEEP_S, SESSION_TIMEOUT_S / 2)
+        self.loop.call_later(self._sweep_s, self._sweep)
 
     # --- plumbing -------------------------------------------------------------------------------
 
-    def _submit(self, job: Job, model_id: str | None = None) -> dict[str, Any]:
+    def _new_request(self, owner: str | None) -> str:
         request_id = self.futures.create()
+        self._owners[request_id] = owner
+        if owner in self.sessions:
+            self.sessions[owner].seen()
+        return request_id
+
+    def _report(self, request_id: str) -> Callable[[dict[str, Any]], None]:
+        """The worker-thread callback that resolves request_id on the event loop."""
+        return lambda payload: self.loop.call_soon_threadsafe(self._resolve, request_id, payload)
+
+    def _resolve(self, request_id: str, payload: dict[str, Any]) -> None:
+        self._owners.pop(request_id, None)
+        self.futures.resolve(request_id, payload)
+
+    def _submit(self, job: Job, model_id: str | None = None, owner: str | None = None) -> dict[str, Any]:
+        request_id = self._new_request(owner)
         self._release(request_id, job)
         return {"request_id": request_id, "model_id": model_id}
 
     def _release(self, request_id: str, job: Job) -> None:
-        self.worker.submit(job, lambda payload: self.loop.call_soon_threadsafe(self.futures.resolve, request_id, payload))
+        owner = self._owners.get(request_id)
+        session = self.sessions.get(owner or "")
+        if session is not None and session.gone:  # released by a SeqGate after its client died
+            self._resolve(request_id, {"error": f"cancelled: {owner} stopped (its client is gone)", "category": "user"})
+            return
+        self.worker.submit(job, self._report(request_id), owner)
 
     def _ordered(self, raw: dict[str, Any], build: Callable[[], Job]) -> dict[str, Any]:
         """Queue a training-model job behind the client's earlier seq_ids."""
@@ -118,9 +156,34 @@ class Service:
                 gate.arrive(seq_id, None)  # a rejected request still uses up its seq_id
             raise
         assert gate is not None  # build() checked that the model exists
-        request_id = self.futures.create()
+        request_id = self._new_request(self.engine.models[model_id].session_id)
         gate.arrive(seq_id, (request_id, job))
         return {"request_id": request_id, "model_id": model_id}
+
+    # --- dead clients ---------------------------------------------------------------------------
+
+    def _drop(self, session: Session, why: str) -> None:
+        """Cancel the queued and in-flight work of a session whose client is gone."""
+        session.gone = True
+        self.worker.cancel(session.session_id, f"cancelled: {session.session_id} stopped ({why})")
+
+    def _client_disconnected(self, session: Session) -> None:
+        lost = time.monotonic()
+
+        def check() -> None:
+            if not session.gone and session.open_polls == 0 and session.last_seen <= lost:
+                self._drop(session, f"its client closed its connections and sent nothing for {CLIENT_GONE_GRACE_S:.0f} s")
+
+        self.loop.call_later(CLIENT_GONE_GRACE_S, check)
+
+    def _sweep(self) -> None:
+        """Drop the pending work of sessions that stopped heartbeating."""
+        now = time.monotonic()
+        waiting = set(self._owners.values())
+        for session in self.sessions.values():
+            if not session.gone and session.session_id in waiting and now - session.last_seen > SESSION_TIMEOUT_S:
+                self._drop(session, f"no heartbeat or request for {SESSION_TIMEOUT_S:g} s")
+        self.loop.call_later(self._sweep_s, self._sweep)
 
     def _session(self, session_id: str) -> Session:
         session = self.sessions.get(session_id)
@@ -173,14 +236,33 @@ class Service:
         }
 
     def session_heartbeat(self, raw: dict[str, Any]) -> dict[str, Any]:
-        self._session(_parse(p.SessionHeartbeatRequest, raw).session_id)
+        self._session(_parse(p.SessionHeartbeatRequest, raw).session_id).seen()
         return {"type": "session_heartbeat"}
 
     def capabilities(self) -> dict[str, Any]:
         return self.engine.capabilities()
 
-    async def retrieve_future(self, raw: dict[str, Any]) -> dict[str, Any]:
-        return await self.futures.wait(_parse(p.FutureRetrieveRequest, raw).request_id)
+    async def retrieve_future(self, raw: dict[str, Any], disconnected: Callable[[], Awaitable[None]] | None = None) -> dict[str, Any]:
+        """Long poll. `disconnected()` returns when the client closes the connection: a client
+        whose polls all close and that then sends nothing is gone, and its work is dropped."""
+        request_id = _parse(p.FutureRetrieveRequest, raw).request_id
+        session = self.sessions.get(self._owners.get(request_id) or "")
+        if session is None:
+            try:
+                return await self.futures.wait(request_id, disconnected=disconnected)
+            except ClientGone:
+                return {"type": "try_again", "request_id": request_id, "queue_state": "active"}
+        session.seen()
+        session.open_polls += 1
+        try:
+            result = await self.futures.wait(request_id, disconnected=disconnected)
+        except ClientGone:
+            self._client_disconnected(session)
+            return {"type": "try_again", "request_id": request_id, "queue_state": "active"}
+        finally:
+            session.open_polls -= 1
+        session.seen()
+        return result
 
     # --- training models ------------------------------------------------------------------------
 
@@ -199,7 +281,7 @@ class Service:
         model_id = ck.new_run_id()
         session.training_run_ids.append(model_id)
         return self._submit(
-            lambda: self.engine.create_model(model_id, base_model, lora, req.session_id, req.user_metadata), model_id
+            lambda: self.engine.create_model(model_id, base_model, lora, req.session_id, req.user_metadata), model_id, req.session_id
         )
 
     def get_info(self, raw: dict[str, Any]) -> dict[str, Any]:
@@ -370,11 +452,23 @@ class Service:
             raise UserError("sample: top_k must be -1 (no limit) or a positive integer")
         if req.topk_prompt_logprobs < 0:
             raise UserError("sample: topk_prompt_logprobs must be >= 0")
-        return self._submit(
-            lambda: engine.sample(
-                sampler.source, prompt, req.num_samples, params, bool(req.prompt_logprobs), req.topk_prompt_logprobs
-            )
+        owner = sampler.session_id or None
+        request_id = self._new_request(owner)
+        report = self._report(request_id)
+        self.worker.submit_batched(
+            lambda: engine.sample_request(
+                sampler.source,
+                prompt,
+                req.num_samples,
+                params,
+                bool(req.prompt_logprobs),
+                req.topk_prompt_logprobs,
+                owner=owner,
+                report=report,
+            ),
+            report,
         )
+        return {"request_id": request_id, "model_id": None}
 
     def get_sampler(self, sampler_id: str) -> dict[str, Any]:
         sampler = self.samplers.get(sampler_id)
@@ -470,8 +564,9 @@ class Service:
                     f"{unpaired} positions have no reference distribution; give them weight 0"
                 )
             data.append({"student": torch.tensor(student), "reference": torch.tensor(ref_tokens), "weights": weights})
+        owner = engine.models[req.model_id].session_id
         job = lambda: engine.forward_backward_reverse_kl(req.model_id, reference, data, req.temperature)  # noqa: E731
-        return self._submit(self._finite_loss(req.model_id, "forward_backward_reverse_kl", True, job), req.model_id)
+        return self._submit(self._finite_loss(req.model_id, "forward_backward_reverse_kl", True, job), req.model_id, owner)
 
     def _reference_source(self, path: str) -> AdapterSource:
         if path.startswith(("tinker://", "mint://")):

@@ -261,19 +261,8 @@ def test_seq_id_order_is_honoured_and_retries_are_idempotent(http, mint_local_se
 def test_failure_at_run_time_is_a_failed_future_with_the_reason(http, sc, mint_local_server, tokens):
     """A request that passed validation but cannot run (its model was unloaded before its turn)."""
     tc = new_client(sc, mint_local_server)
-    sampler = tc.save_weights_and_get_sampling_client()
-    # Keep the worker busy so both requests below are validated before either runs.
-    # (raw HTTP: once the POST returns, the job is queued; an SDK sample() might not be sent yet)
-    busy = http.post(
-        "/api/v1/asample",
-        json={
-            "sampling_session_id": sampler._sampling_session_id,
-            "prompt": {"chunks": [{"type": "encoded_text", "tokens": tokens[:4]}]},
-            "num_samples": 64,
-            "sampling_params": {"max_tokens": 300, "stop": []},
-        },
-    ).json()
-    unload = http.post("/api/v1/unload_model", json={"model_id": tc.model_id}).json()
+    tc.get_info()
+    unload_seq = tc._request_id_counter + 1  # the training client's next seq_id (tinker numbers them from 1)
     datum = {
         "model_input": {"chunks": [{"type": "encoded_text", "tokens": tokens[:-1]}]},
         "loss_fn_inputs": {
@@ -281,14 +270,16 @@ def test_failure_at_run_time_is_a_failed_future_with_the_reason(http, sc, mint_l
             "weights": {"data": [1.0] * (len(tokens) - 1), "dtype": "float32"},
         },
     }
+    # The forward arrives first, so it is validated while the model exists; its seq_id puts it
+    # behind the unload, so it runs after the model is gone.
     late = http.post(
         "/api/v1/forward",
-        json={"model_id": tc.model_id, "forward_input": {"data": [datum], "loss_fn": "cross_entropy"}},
+        json={"model_id": tc.model_id, "seq_id": unload_seq + 1, "forward_input": {"data": [datum], "loss_fn": "cross_entropy"}},
     ).json()
+    unload = http.post("/api/v1/unload_model", json={"model_id": tc.model_id, "seq_id": unload_seq}).json()
     assert result_of(http, unload)["model_id"] == tc.model_id
     failed = result_of(http, late)
     assert failed["category"] == "user" and "not loaded" in failed["error"]
-    assert len(result_of(http, busy)["sequences"]) == 64
 
 
 def test_unload_model(http, sc, mint_local_server):

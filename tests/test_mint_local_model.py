@@ -22,6 +22,7 @@ import torch
 from mint_local import lora, qwen3
 from mint_local.adam import AdamSettings, AdamW
 from mint_local.launcher import LocalServer
+from mint_local.sampling import Segment
 from mint_local.testing import TEST_API_KEY, ce_datum, checkpoint_dir, logprobs_of
 from mint_local.tiny_model import ensure_tiny_model
 
@@ -40,17 +41,22 @@ def test_builtin_qwen3_equals_transformers(variant):
     with torch.no_grad():
         expected = theirs(input_ids=ids, use_cache=False).logits
         assert torch.equal(ours.full_logits(ids), expected)
-        # Decoding with the cache: a prompt, then one token at a time, then a chunk of several.
-        logits, cache = ours.step(ids[:, :30], None)
-        steps = [logits]
+        # The sampler's packed forward with its caches: each row's prompt as its own segment (all
+        # logits), then one token at a time for all rows, then a chunk of several per row.
+        routing, rows = lora.routing(ours), ids.tolist()
+        segments = [Segment([row[:30]], ours.new_cache(), [None], all_logits=True) for row in rows]
+        prompt = torch.cat(ours.forward_packed(segments, 16, routing))
+        assert torch.allclose(prompt, expected[:, :30], atol=1e-5)
+        cohort = Segment([row[:30] for row in rows], qwen3.RowCache.join([s.cache for s in segments]), [None] * 3)
+        steps = []
         for i in range(30, 35):
-            logits, cache = ours.step(ids[:, i : i + 1], cache)
-            steps.append(logits)
-        assert torch.allclose(torch.stack(steps, 1), expected[:, 29:35], atol=1e-5)
-        chunk = ours.lm_head(ours.model(ids[:, 35:40], cache))
-        assert torch.allclose(chunk, expected[:, 35:40], atol=1e-5)
-        cache.batch_repeat_interleave(2)
-        assert cache.seen == 40 and cache.layers[0][0].shape[0] == 6
+            cohort.tokens = [row[i : i + 1] for row in rows]
+            steps.append(ours.forward_packed([cohort], 16, routing)[0])
+        assert torch.allclose(torch.stack(steps, 1), expected[:, 30:35], atol=1e-5)
+        cohort.tokens, cohort.all_logits = [row[35:40] for row in rows], True
+        assert torch.allclose(ours.forward_packed([cohort], 16, routing)[0], expected[:, 35:40], atol=1e-5)
+        expanded = cohort.cache.expand(2)
+        assert expanded.length == 40 and expanded.layers[0].shape[0] == 6
 
 
 def test_builtin_qwen3_bf16_and_tied_embeddings(tmp_path):
