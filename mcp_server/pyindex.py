@@ -165,6 +165,8 @@ class Call:
     line: int
     awaited: bool = False
     assigned_to: str | None = None
+    # the `if` tests around the call, with True where it runs when the test holds (`else`: False)
+    guards: tuple[tuple[cst.BaseExpression, bool], ...] = ()
 
     def kwarg_node(self, name: str) -> cst.BaseExpression | None:
         for arg in self.node.args:
@@ -295,12 +297,16 @@ class _Collector:
         self.class_depth: list[ClassInfo | None] = []
         self.awaited: set[int] = set()
         self.assigned_calls: dict[int, str] = {}
+        self.guards: list[tuple[cst.BaseExpression, bool]] = []
 
     @property
     def scope(self) -> Scope:
         return self.functions[-1] if self.functions else None
 
     def walk(self, node: cst.CSTNode) -> None:
+        if isinstance(node, cst.If):
+            self._walk_if(node)
+            return
         enter = _ENTER.get(type(node))
         if enter is not None:
             enter(self, node)
@@ -315,6 +321,14 @@ class _Collector:
         leave = _LEAVE.get(type(node))
         if leave is not None:
             leave(self, node)
+
+    def _walk_if(self, node: cst.If) -> None:
+        self.walk(node.test)
+        for branch, holds in ((node.body, True), (node.orelse, False)):
+            if branch is not None:
+                self.guards.append((node.test, holds))
+                self.walk(branch)
+                self.guards.pop()
 
     def _in_class_body(self) -> bool:
         return bool(self.class_depth) and self.class_depth[-1] is not None
@@ -440,7 +454,8 @@ class _Collector:
             qual = name = f"?.{node.func.attr.value}"
         else:
             qual = self.index.qualify(name)
-        self.index.calls.append(Call(node, qual, qual.rsplit(".", 1)[-1], self.scope, self.index.line(node)))
+        self.index.calls.append(Call(node, qual, qual.rsplit(".", 1)[-1], self.scope, self.index.line(node),
+                                     guards=tuple(self.guards)))
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         self.index.attributes.append((node.attr.value, self.index.line(node.attr), node))

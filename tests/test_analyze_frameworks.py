@@ -278,3 +278,29 @@ def test_hydra_group_chosen_on_the_command_line_gives_its_own_values(tmp_path):
     plan = analyze(tmp_path / "repo" / "run.sh", [])
     assert plan.settings.beta.value == 0.5 and plan.settings.beta.source == "config/loss/dpo.yaml:2"
     assert plan.settings.num_epochs.source == "config/config.yaml:16"
+
+
+def test_a_lora_block_counts_only_when_its_config_switch_is_on(tmp_path):
+    """`if cfg.model.use_lora:` around LoraConfig: `use_lora: false` in the group's defaults leaves
+    the LoRA values out; the same repo with the switch on the command line reports them."""
+    import shutil
+
+    shutil.copytree(FIXTURES / "pytorch" / "hydra_nested_groups_srun", tmp_path / "repo")
+    repo = tmp_path / "repo"
+    plan = analyze(repo / "scripts" / "launch_pairs.sh", [repo / "train_pairs.py"])
+    assert plan.settings.lora is None
+    launcher = repo / "scripts" / "launch_pairs.sh"
+    launcher.write_text(launcher.read_text().replace("++model.accum_steps=4", "++model.accum_steps=4 ++model.use_lora=true"))
+    plan = analyze(launcher, [repo / "train_pairs.py"])
+    assert plan.settings.lora is not None and plan.settings.lora.value.rank == 16
+    assert plan.settings.lora.source == "../conf/model/common.yaml:9"
+
+
+def test_bash_c_words_cite_the_line_they_are_written_on():
+    """Inside `bash -c "..."` the outer shell joins backslash-newlines; each override still cites its
+    own physical line, and `\\$VAR` is expanded by the inner shell from its own `export`."""
+    case = FIXTURES / "pytorch" / "hydra_nested_groups_srun"
+    plan = analyze(case / "scripts" / "launch_pairs.sh", [case / "train_pairs.py"])
+    assert plan.settings.global_batch_size.source == "launch_pairs.sh:23"
+    assert plan.settings.dataset.source == "launch_pairs.sh:20"
+    assert plan.settings.base_model.value == "acme-lab/pairs-base-7b"

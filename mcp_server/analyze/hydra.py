@@ -48,12 +48,41 @@ def compose(config_dir: Path, name: str, cli: dict[str, Value], label_for: Calla
         option = chosen.value if chosen is not None and isinstance(chosen.value, str) else option
         if not isinstance(option, str) or option in {"null", "None"}:
             continue
-        config = _load(config_dir / group / _yaml_name(option), label_for)
-        if config is not None:
-            merged.update({f"{group}.{k}": v for k, v in config.values.items() if k != "defaults"})
+        merged.update({f"{group}.{k}": v for k, v in _option_values(config_dir / group, option, label_for, 0).items()})
     if not self_first:
         merged.update(own)
     return YamlConfig.from_values(primary.label, merged)
+
+
+_MAX_DEPTH = 8  # a defaults list that names itself must not loop
+
+
+def _option_values(group_dir: Path, option: str, label_for: Callable[[Path], str], depth: int) -> dict[str, Value]:
+    """One option of a config group (`model/llama.yaml`) with its own defaults list merged in: a plain
+    entry is another option of the same group (`- base_model`), a `sub: option` entry a group nested
+    in it (`model/sub/option.yaml`). The option's own values win unless `_self_` comes first."""
+    config = _load(group_dir / _yaml_name(option), label_for)
+    if config is None or depth > _MAX_DEPTH:
+        return {}
+    defaults = config.get("defaults")
+    entries = defaults.value if defaults is not None and isinstance(defaults.value, list) else []
+    own = {k: v for k, v in config.values.items() if k != "defaults" and not k.startswith("defaults.")}
+    merged: dict[str, Value] = {}
+    self_first = bool(entries) and entries[0] == "_self_"
+    if self_first:
+        merged.update(own)
+    for entry in entries:
+        if isinstance(entry, str) and entry != "_self_" and not entry.startswith("/"):
+            merged.update(_option_values(group_dir, entry, label_for, depth + 1))
+        elif isinstance(entry, dict) and len(entry) == 1:
+            sub, chosen = next(iter(entry.items()))
+            sub = str(sub).removeprefix("override ").strip()
+            if isinstance(chosen, str) and chosen not in {"null", "None"} and not sub.startswith("/"):
+                nested = _option_values(group_dir / sub, chosen, label_for, depth + 1)
+                merged.update({f"{sub}.{k}": v for k, v in nested.items()})
+    if not self_first:
+        merged.update(own)
+    return merged
 
 
 def _yaml_name(name: str) -> str:

@@ -8,6 +8,7 @@ from mcp_server.analyze.pyvalues import CallSite, PySource
 from mcp_server.pyindex import dotted_name, iter_nodes, literal_value
 
 _NOT_MODELS = ("Tokenizer", "Processor", "Config", "FeatureExtractor", "ImageProcessor")
+_NOT_MODEL_WORDS = ("tokenizer", "processor", "config", "extractor")
 OPTIMIZERS = {"AdamW", "Adam", "SGD", "Adafactor", "AdamW8bit", "PagedAdamW", "PagedAdamW8bit", "Lion",
               "RMSprop", "Adagrad", "FusedAdam", "DeepSpeedCPUAdam"}
 _INFRA_MODULES = {
@@ -27,6 +28,8 @@ def is_model_loader(call: CallSite) -> bool:
     owner = call.qualname.rsplit(".", 2)[-2] if "." in call.qualname else ""
     return bool(owner) and not any(owner.endswith(s) for s in _NOT_MODELS) and (
         "Model" in owner or "For" in owner or owner.endswith(("LM", "Transformer"))
+        # a class picked at run time (`policy_cls = trainer.policy_hf_model_class`), not a tokenizer's
+        or (owner.lower().endswith(("_cls", "_class")) and not any(w in owner.lower() for w in _NOT_MODEL_WORDS))
     )
 
 

@@ -121,7 +121,8 @@ def _settings(src: PySource, ev: Evidence) -> None:
         ev.setting("per_device_batch_size", call.kwarg("batch_size") or call.arg(1))
         break
     for call in src.calls_named("LoraConfig"):
-        lora_from_peft(call, ev)
+        if not call.switched_off():
+            lora_from_peft(call, ev)
     _reward_functions(src, ev)
     for target, iterator, scope, _loc in src.loops:
         if not (isinstance(iterator, cst.Call) and dotted_name(iterator.func) == "range" and iterator.args):
@@ -155,6 +156,37 @@ def _settings(src: PySource, ev: Evidence) -> None:
         if value is None and name in src.assigns:
             value = _module_constant(src, name)
         ev.setting(setting, value)
+    _handed_to_loaders(src, ev)
+
+
+# Keyword arguments that name a setting outright, in the calls that build the data pipeline or the
+# accelerator (`data_loader_class(..., global_batch_size=cfg.batch_size, n_epochs=cfg.n_epochs)`).
+_LOADER_KWARGS = {
+    "global_batch_size": "global_batch_size", "n_epochs": "num_epochs", "num_epochs": "num_epochs",
+    "max_prompt_length": "max_prompt_length", "max_length": "max_seq_length", "max_seq_length": "max_seq_length",
+    "gradient_accumulation_steps": "gradient_accumulation_steps",
+}
+_LOADER_WORDS = ("loader", "iterator", "dataset", "collator")
+
+
+def _handed_to_loaders(src: PySource, ev: Evidence) -> None:
+    """Settings the script hands to its own data loader (or the kwargs dict it unpacks into one) and
+    to `Accelerator(...)`, for the keys nothing more specific gave; and the training datasets a
+    loader is built over (`Loader(cfg.train_datasets, ...)`)."""
+    for call in src.calls:
+        lowered = call.name.lower()
+        if not (any(w in lowered for w in _LOADER_WORDS) or call.name in {"dict", "Accelerator"}) or call.switched_off():
+            continue
+        for keyword, setting in _LOADER_KWARGS.items():
+            if ev.best(setting) is None and call.kwarg_node(keyword) is not None:
+                ev.setting(setting, call.kwarg(keyword))
+        first = call.arg_node(0)
+        written = (dotted_name(first) or "").lower() if first is not None else ""
+        if ev.best("dataset") is None and any(w in lowered for w in _LOADER_WORDS) and "train" in written:
+            value = call.arg(0)
+            if value is not None and (isinstance(value.value, str) or (
+                    isinstance(value.value, list) and value.value and all(isinstance(v, str) for v in value.value))):
+                ev.setting("dataset", value)
 
 
 _REWARD_KWARGS = ("reward_function", "reward_fn", "reward_funcs", "reward_functions")

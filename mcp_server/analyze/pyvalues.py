@@ -62,6 +62,15 @@ class CallSite(Call):
         node = self.arg_node(index)
         return None if node is None else self.src.evaluate(node, self.scope)
 
+    def switched_off(self) -> bool:
+        """True when an `if` around the call is known to skip it (`if cfg.use_peft:` with
+        `use_peft: false` in the config); unknown tests leave the call in."""
+        for test, holds in self.guards:
+            value = self.src.evaluate(test, self.scope)
+            if value is not None and isinstance(value.value, bool | int | str | type(None)) and bool(value.value) != holds:
+                return True
+        return False
+
 
 # --- namespaces: what `x` is in `x.attr` ---------------------------------------------------------
 
@@ -107,7 +116,7 @@ class PySource:
         self.set_defaults = ix.set_defaults
         self.imported: list[tuple[str, Loc]] = [(m, self.at(line)) for m, line in ix.imported]
         self.calls: list[CallSite] = [
-            CallSite(c.node, c.qualname, c.name, c.scope, c.line, c.awaited, c.assigned_to, self, self.at(c.line))
+            CallSite(c.node, c.qualname, c.name, c.scope, c.line, c.awaited, c.assigned_to, c.guards, src=self, loc=self.at(c.line))
             for c in ix.calls
         ]
         self.attributes = [(name, self.at(line), node) for name, line, node in ix.attributes]
@@ -234,6 +243,16 @@ class PySource:
             return None
         if isinstance(node, cst.BinaryOperation):
             return self._binary(node, scope, depth, loc)
+        if isinstance(node, cst.BooleanOperation) and isinstance(node.operator, cst.Or):
+            # `cfg.from_checkpoint or cfg.name_or_path`: the first operand known to be set, once
+            # every operand before it is known to be empty (an unknown one leaves the whole unknown)
+            for operand in (node.left, node.right):
+                value = self.evaluate(operand, scope, depth + 1)
+                if value is None:
+                    return None
+                if value.value not in (None, "", 0, False, [], {}):
+                    return value
+            return value
         if isinstance(node, cst.List | cst.Tuple | cst.Set):
             items = []
             level = Level.CODE
@@ -404,7 +423,11 @@ class PySource:
                 info = self.classes.get(node.value)
                 return _DataclassNS(node.value, parsed=False) if info is not None else None
             kind, obj, def_scope = found
-            if kind == "param" and self.hydra is not None and self._is_hydra_main(def_scope):
+            if kind == "param" and self.hydra is not None and (
+                self._is_hydra_main(def_scope)
+                # `def main(config: DictConfig)` called by the `@hydra.main` function with its config
+                or (obj.annotation or "").rsplit(".", 1)[-1] == "DictConfig"
+            ):
                 return _ConfigNS(self.hydra, "")
             if kind == "param":
                 if obj.annotation:

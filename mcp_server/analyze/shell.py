@@ -91,6 +91,24 @@ class Text:
         return Text(list(self.chars[start:]), [(a - start, b - start, line) for a, b, line in self.spans if a >= start])
 
 
+def _kept_line_breaks(tok: "Tok") -> str:
+    """The text of a `bash -c "..."` body for the inner shell, with its lines kept: the outer shell
+    joins `\\<newline>` inside double quotes, and the inner shell would join it just the same, so
+    putting it back changes nothing the inner script means and lets each word cite its own line."""
+    if tok.source is None:
+        return tok.raw
+    whole = {k for start, end, _ in tok.source.spans for k in range(start, end)}
+    out: list[str] = []
+    last = tok.line
+    for k, (c, line, _) in enumerate(tok.source.chars):
+        if k not in whole:
+            if line > last and c != "\n" and (not out or out[-1] != "\n"):
+                out.append("\\\n" * (line - last))
+            last = max(last, line)
+        out.append(c)
+    return "".join(out)
+
+
 @dataclass
 class Tok:
     """A word after expansion: its text (None when it depends on something the script does not
@@ -106,6 +124,7 @@ class Tok:
     partial: str | None = None
     value_partial: str | None = None
     literal_key: bool = False  # `NAME=...` written literally (an assignment), not produced by expansion
+    source: Text | None = None  # the expanded characters with their lines (`bash -c "..."` re-reads them)
 
 
 
@@ -396,7 +415,7 @@ class ShellScript:
         text = value.text
         first_line = value.chars[0][1] if value.chars else word.line
         line = value.line()
-        tok = Tok(text, first_line, value.partial, Loc(self.label, line) if line is not None else None)
+        tok = Tok(text, first_line, value.partial, Loc(self.label, line) if line is not None else None, source=value)
         if text is None:
             tok.partial = value.partial
         equals = next((k for k, (c, _, unresolved) in enumerate(value.chars) if c == "=" and not unresolved), None)
@@ -466,7 +485,7 @@ class ShellScript:
             return False
         body = toks[i + 2]
         try:
-            commands = Lexer(body.raw, body.line, self.label).run()
+            commands = Lexer(_kept_line_breaks(body), body.line, self.label).run()
         except MintMigrateError:
             return True  # an inline script we cannot read: nothing to follow
         self._run(commands, positional, 1)
