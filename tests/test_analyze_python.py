@@ -214,3 +214,61 @@ def test_a_dataset_given_as_a_list_is_the_dataset_not_a_crash(tmp_path):
     assert plan.settings.dataset is not None
     assert plan.settings.dataset.value == ["a.jsonl", "b.jsonl"]
     assert plan.settings.dataset.source == "train.py:6"
+
+
+def test_or_takes_the_first_operand_known_to_be_set_and_unknown_stays_unknown():
+    s = src(
+        """
+        RESUME = None
+        BASE = "org/base"
+        def main(path):
+            run(a=RESUME or BASE, b=RESUME or path, c="" or None)
+        """
+    )
+    assert kwarg(s, "run", "a") == Value("org/base", Loc("train.py", 2), Level.CODE)
+    assert kwarg(s, "run", "b") is None
+    assert kwarg(s, "run", "c").value is None
+
+
+def test_calls_under_an_if_know_whether_the_test_switches_them_off():
+    s = src(
+        """
+        USE_LORA = False
+        FULL = True
+        if USE_LORA:
+            LoraConfig(r=8)
+        else:
+            Plain(x=1)
+        if unknown_flag:
+            Maybe(x=1)
+        if FULL:
+            pass
+        elif USE_LORA:
+            Nested(x=1)
+        """
+    )
+    off = {c.name: c.switched_off() for c in s.calls}
+    assert off == {"LoraConfig": True, "Plain": False, "Maybe": False, "Nested": True}
+
+
+def test_a_reward_that_may_be_none_is_no_reward_function(tmp_path):
+    """TRL's online DPO example: `reward_funcs=reward_model`, a model or None, names no function."""
+    from mcp_server.analyze import analyze
+
+    script = tmp_path / "online_dpo.py"
+    script.write_text(textwrap.dedent(
+        """
+        from transformers import AutoModelForCausalLM, AutoModelForSequenceClassification
+        from trl import OnlineDPOConfig, OnlineDPOTrainer
+
+        def main(reward_path=None):
+            model = AutoModelForCausalLM.from_pretrained("org/policy")
+            if reward_path is not None:
+                reward_model = AutoModelForSequenceClassification.from_pretrained(reward_path)
+            else:
+                reward_model = None
+            trainer = OnlineDPOTrainer(model=model, reward_funcs=reward_model, args=OnlineDPOConfig(output_dir="o"))
+            trainer.train()
+        """
+    ))
+    assert analyze(script, []).settings.reward_functions is None

@@ -152,6 +152,8 @@ def function_names(node: cst.BaseExpression | None, src: PySource, scope) -> lis
     if node is None:
         return None
     if isinstance(node, cst.Name):
+        if node.value in {"None", "True", "False"}:  # `reward_funcs=reward_model` that may be None: no function
+            return None
         if node.value in src.functions or node.value in src.imports:
             return [node.value]
         found = src.definition(node.value, scope, src.line(node))
