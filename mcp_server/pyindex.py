@@ -200,6 +200,7 @@ class PyIndex:
     argparse: dict[str, ArgDef] = field(default_factory=dict)
     set_defaults: dict[str, tuple[cst.BaseExpression, int]] = field(default_factory=dict)
     lines: dict[cst.CSTNode, int] = field(default_factory=dict)
+    enclosing: dict[int, cst.FunctionDef] = field(default_factory=dict)  # id(nested def) -> the def around it
 
     @classmethod
     def of(cls, text: str, label: str) -> "PyIndex":
@@ -379,6 +380,8 @@ class _Collector:
         else:
             self.index.functions.setdefault(f"{node.name.value}@{line}",
                                             FunctionInfo(node.name.value, line, params, node, []))
+        if self.functions:
+            self.index.enclosing[id(node)] = self.functions[-1]
         self.functions.append(node)
         self.class_depth.append(None)
 

@@ -272,3 +272,16 @@ def test_a_reward_that_may_be_none_is_no_reward_function(tmp_path):
         """
     ))
     assert analyze(script, []).settings.reward_functions is None
+
+
+def test_a_nested_function_sees_the_parameters_of_the_one_around_it():
+    """alpaca-lora style: `def train(cutoff_len=256): def tokenize(p): tokenizer(p, max_length=cutoff_len)`."""
+    s = src(
+        """
+        def train(cutoff_len: int = 256):
+            def tokenize(prompt):
+                return tokenizer(prompt, max_length=cutoff_len)
+            return tokenize
+        """
+    )
+    assert kwarg(s, "tokenizer", "max_length") == Value(256, Loc("train.py", 1), Level.DEFAULT)

@@ -363,7 +363,12 @@ class PySource:
 
     def definition(self, name: str, scope: Scope, use_line: int):
         """("assign", Assignment, scope) or ("param", ParamDef, scope) for a name used at `use_line`."""
-        scopes = [scope, None] if scope is not None else [None]
+        scopes: list[Scope] = []
+        while scope is not None and all(scope is not s for s in scopes):  # the function, those around it, the module
+            scopes.append(scope)
+            scope = self.index.enclosing.get(id(scope))
+        scopes.append(None)
+        scope = scopes[0]
         for s in scopes:
             if s is not None:
                 fn = self._function_of(s)
