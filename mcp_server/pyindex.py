@@ -154,6 +154,7 @@ class Assignment:
     targets: tuple[str, ...]  # one name, or the names of a tuple unpacking
     value: cst.BaseExpression
     line: int
+    guards: tuple[tuple[cst.BaseExpression, bool], ...] = ()  # as Call.guards
 
 
 @dataclass
@@ -438,7 +439,7 @@ class _Collector:
                 self._assign(names, node.value, node)
 
     def _assign(self, names: tuple[str, ...], value: cst.BaseExpression, node: cst.CSTNode) -> None:
-        assignment = Assignment(self.scope, names, value, self.index.line(node))
+        assignment = Assignment(self.scope, names, value, self.index.line(node), tuple(self.guards))
         for name in names:
             if name != "_":
                 self.index.assigns.setdefault(name, []).append(assignment)

@@ -272,6 +272,9 @@ def test_a_reward_that_may_be_none_is_no_reward_function(tmp_path):
         """
     ))
     assert analyze(script, []).settings.reward_functions is None
+    # the reward model's branch taken (a path given): still a model, not a reward function
+    script.write_text(script.read_text().replace("def main(reward_path=None)", 'def main(reward_path="org/rm")'))
+    assert analyze(script, []).settings.reward_functions is None
 
 
 def test_a_nested_function_sees_the_parameters_of_the_one_around_it():
@@ -285,3 +288,23 @@ def test_a_nested_function_sees_the_parameters_of_the_one_around_it():
         """
     )
     assert kwarg(s, "tokenizer", "max_length") == Value(256, Loc("train.py", 1), Level.DEFAULT)
+
+
+def test_an_assignment_in_a_branch_the_inputs_switch_off_never_ran():
+    """alpaca-lora: `accum = batch // micro` then `if ddp: accum = accum // world_size`, with
+    `world_size = int(os.environ.get("WORLD_SIZE", 1))`: on one process the first value stands."""
+    s = src(
+        """
+        import os
+        def train(batch_size=128, micro_batch_size=4):
+            accum = batch_size // micro_batch_size
+            world_size = int(os.environ.get("WORLD_SIZE", 1))
+            ddp = world_size != 1
+            if ddp:
+                accum = accum // world_size
+            run(steps=accum, single=world_size == 1, none=ddp is None)
+        """
+    )
+    assert kwarg(s, "run", "steps").value == 32 and kwarg(s, "run", "steps").loc == Loc("train.py", 3)
+    assert kwarg(s, "run", "single").value is True
+    assert kwarg(s, "run", "none").value is False

@@ -176,7 +176,9 @@ def function_names(node: cst.BaseExpression | None, src: PySource, scope) -> lis
         return names
     if isinstance(node, cst.Call):
         name = dotted_name(node.func)
-        return [name.rsplit(".", 1)[-1]] if name else None
+        if name is None or name.rsplit(".", 1)[-1] in {"from_pretrained", "pipeline"}:
+            return None  # a reward *model* (`AutoModelForSequenceClassification.from_pretrained(...)`)
+        return [name.rsplit(".", 1)[-1]]
     return None
 
 

@@ -65,11 +65,7 @@ class CallSite(Call):
     def switched_off(self) -> bool:
         """True when an `if` around the call is known to skip it (`if cfg.use_peft:` with
         `use_peft: false` in the config); unknown tests leave the call in."""
-        for test, holds in self.guards:
-            value = self.src.evaluate(test, self.scope)
-            if value is not None and isinstance(value.value, bool | int | str | type(None)) and bool(value.value) != holds:
-                return True
-        return False
+        return self.src.switched_off(self.guards, self.scope)
 
 
 # --- namespaces: what `x` is in `x.attr` ---------------------------------------------------------
@@ -243,6 +239,8 @@ class PySource:
             return None
         if isinstance(node, cst.BinaryOperation):
             return self._binary(node, scope, depth, loc)
+        if isinstance(node, cst.Comparison) and len(node.comparisons) == 1:
+            return self._compare(node, scope, depth, loc)
         if isinstance(node, cst.BooleanOperation) and isinstance(node.operator, cst.Or):
             # `cfg.from_checkpoint or cfg.name_or_path`: the first operand known to be set, once
             # every operand before it is known to be empty (an unknown one leaves the whole unknown)
@@ -282,6 +280,27 @@ class PySource:
         if isinstance(node, cst.Call):
             return self._call_value(node, scope, depth, loc)
         return None
+
+    def _compare(self, node: cst.Comparison, scope: Scope, depth: int, loc: Loc) -> Value | None:
+        target = node.comparisons[0]
+        left, right = self.evaluate(node.left, scope, depth + 1), self.evaluate(target.comparator, scope, depth + 1)
+        if left is None or right is None:
+            return None
+        a, b, op = left.value, right.value, target.operator
+        if isinstance(op, cst.Is | cst.IsNot) and not any(v is None or isinstance(v, bool) for v in (a, b)):
+            return None  # identity of other values is not something the text decides
+        try:
+            if isinstance(op, cst.Equal | cst.Is):
+                value = a == b if isinstance(op, cst.Equal) else a is b
+            elif isinstance(op, cst.NotEqual | cst.IsNot):
+                value = a != b if isinstance(op, cst.NotEqual) else a is not b
+            elif _is_number(a) and _is_number(b) and isinstance(op, cst.LessThan | cst.GreaterThan | cst.LessThanEqual | cst.GreaterThanEqual):
+                value = {cst.LessThan: a < b, cst.GreaterThan: a > b, cst.LessThanEqual: a <= b, cst.GreaterThanEqual: a >= b}[type(op)]
+            else:
+                return None
+        except TypeError:
+            return None
+        return Value(value, loc, min(left.level, right.level))
 
     def _binary(self, node: cst.BinaryOperation, scope: Scope, depth: int, loc: Loc) -> Value | None:
         left, right = self.evaluate(node.left, scope, depth + 1), self.evaluate(node.right, scope, depth + 1)
@@ -345,6 +364,14 @@ class PySource:
             return Value(out, loc, level)
         return None
 
+    def switched_off(self, guards: tuple[tuple[cst.BaseExpression, bool], ...], scope: Scope) -> bool:
+        """True when one of the `if` tests around a statement is known to skip it."""
+        for test, holds in guards:
+            value = self.evaluate(test, scope)
+            if value is not None and isinstance(value.value, bool | int | float | str | type(None)) and bool(value.value) != holds:
+                return True
+        return False
+
     def _name_value(self, name: str, scope: Scope, use_line: int, depth: int) -> Value | None:
         found = self.definition(name, scope, use_line)
         if found is None:
@@ -379,7 +406,8 @@ class PySource:
             candidates = [a for a in self.assigns.get(name, []) if a.scope is s]
             if not candidates:
                 continue
-            before = [a for a in candidates if a.line <= use_line]
+            # an assignment in an `if` branch the inputs switch off (`if ddp:` on one process) never ran
+            before = [a for a in candidates if a.line <= use_line and not (a.guards and self.switched_off(a.guards, a.scope))]
             chosen = before[-1] if (before and s is scope) else candidates[-1]
             return ("assign", chosen, s)
         return None
