@@ -304,3 +304,31 @@ def test_bash_c_words_cite_the_line_they_are_written_on():
     assert plan.settings.global_batch_size.source == "launch_pairs.sh:23"
     assert plan.settings.dataset.source == "launch_pairs.sh:20"
     assert plan.settings.base_model.value == "acme-lab/pairs-base-7b"
+
+
+def test_a_policy_gradient_loop_with_its_own_sampler_is_grpo_or_reinforce(tmp_path):
+    """No `model.generate`: the loop samples with its own code and updates in a helper module
+    (`loss = -(log_probs * advantages)`), with rewards normalised per group (GRPO) or not."""
+    (tmp_path / "algo.py").write_text(
+        "import torch\n\n\n"
+        "def normalize_per_group(rewards, size):\n"
+        "    groups = torch.tensor(rewards).view(-1, size)\n"
+        "    return ((groups - groups.mean(1, keepdim=True)) / (groups.std(1, keepdim=True) + 1e-4)).view(-1)\n\n\n"
+        "def update(model, optimizer, batch, reward_fn, size):\n"
+        "    advantages = normalize_per_group([reward_fn(x) for x in batch.texts], size)\n"
+        "    log_probs = model.token_logprobs(batch.ids)\n"
+        "    loss = -(log_probs * advantages[:, None]).mean()\n"
+        "    loss.backward()\n"
+        "    optimizer.step()\n"
+    )
+    (tmp_path / "train.py").write_text(
+        "import torch\nfrom algo import update\n\n\n"
+        "def main(model, batches, reward_fn):\n"
+        "    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-6)\n"
+        "    for batch in batches:\n"
+        "        update(model, optimizer, batch, reward_fn, 8)\n"
+    )
+    plan = analyze(tmp_path / "train.py", [tmp_path / "algo.py"])
+    assert (plan.framework, plan.algorithm) == ("pytorch", "grpo")
+    (tmp_path / "algo.py").write_text((tmp_path / "algo.py").read_text().replace("normalize_per_group", "normalize"))
+    assert analyze(tmp_path / "train.py", [tmp_path / "algo.py"]).algorithm == "reinforce"

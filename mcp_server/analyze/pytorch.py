@@ -28,7 +28,7 @@ from mcp_server.analyze.pyvalues import PySource
 from mcp_server.analyze.registry import Analyzer
 from mcp_server.analyze.scalars import as_int
 from mcp_server.errors import MintMigrateError
-from mcp_server.pyindex import dotted_name
+from mcp_server.pyindex import dotted_name, iter_nodes
 
 _STEP_WORDS = ("step", "iter", "update")
 _NAMED = {  # variable / argparse names -> settings, when the loop code itself cannot be resolved
@@ -237,15 +237,17 @@ def _algorithm(src: PySource, ev: Evidence) -> None:
                              TEACHER_FLAG,
                              "the teacher's logprobs come from MinT; forward KL on logits becomes reverse KL on "
                              "sampled tokens (on-policy distillation)")
-    elif "generate" in calls and ("advantage" in text or "reward" in text):
+    elif ("generate" in calls and ("advantage" in text or "reward" in text)) or _policy_gradient_update(src, calls, text):
         group = ev.best("num_generations")
-        algorithm = "grpo" if group is not None and (as_int(group.value) or 0) > 1 else "reinforce"
-        ev.vote(algorithm, first["generate"], "sampled completions weighted by rewards (policy gradient)", 3)
+        grouped = (group is not None and (as_int(group.value) or 0) > 1) or "per_group" in text or "group_rewards" in text
+        algorithm = "grpo" if grouped else "reinforce"
+        where = first.get("generate") or first.get("backward")
+        ev.vote(algorithm, where, "sampled completions weighted by rewards (policy gradient)", 3)
         if "value_head" in text or "critic" in text:
-            ev.vote("ppo", first["generate"], "a value head / critic", 4)
+            ev.vote("ppo", where, "a value head / critic", 4)
             ev.warn("CRITIC_GAE", "The loop trains a value head (critic). MinT has no value model: the migration "
                     "uses a group baseline (several samples per prompt, advantage = reward - group mean).",
-                    first["generate"])
+                    where)
         if "clamp" in calls and "ratio" in text:
             ev.extra("clipped", Value(True, first["clamp"]))
     elif _hydra_loss_group(src) is not None:
@@ -256,6 +258,20 @@ def _algorithm(src: PySource, ev: Evidence) -> None:
         ev.vote("sft", loc or _loss_loc(src), "token cross-entropy loss", 2)
     else:
         ev.vote("other", None, "the loss does not match SFT, DPO, distillation or policy-gradient shapes", 0)
+
+
+def _policy_gradient_update(src: PySource, calls: set[str], text: str) -> bool:
+    """A loop's own policy-gradient step without `model.generate` (its own sampler, in a helper
+    module): a backward pass, a reward, and log-probs multiplied by advantages in one file."""
+    if "backward" not in calls or "reward" not in text or "advantage" not in text:
+        return False
+    code = src.module.code_for_node
+    for node in iter_nodes(src.module):
+        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Multiply):
+            sides = (code(node.left).lower(), code(node.right).lower())
+            if any("advantage" in a and "log" in b for a, b in (sides, sides[::-1])):
+                return True
+    return False
 
 
 _GROUP_ALGORITHMS = {"sft": "sft", "dpo": "dpo", "kto": "kto", "orpo": "orpo", "ipo": "dpo", "grpo": "grpo",
