@@ -332,3 +332,42 @@ def test_a_policy_gradient_loop_with_its_own_sampler_is_grpo_or_reinforce(tmp_pa
     assert (plan.framework, plan.algorithm) == ("pytorch", "grpo")
     (tmp_path / "algo.py").write_text((tmp_path / "algo.py").read_text().replace("normalize_per_group", "normalize"))
     assert analyze(tmp_path / "train.py", [tmp_path / "algo.py"]).algorithm == "reinforce"
+
+
+def test_a_torchforge_app_with_every_value_in_python_spawn_service_calls(tmp_path):
+    """The August 2025 app shape: no YAML; each actor's values are spawn_service's arguments."""
+    app = tmp_path / "apps" / "grpo" / "main.py"
+    app.parent.mkdir(parents=True)
+    app.write_text(
+        "from forge.controller.service import ServiceConfig, spawn_service\n"
+        "from forge.actors.policy import Policy, PolicyConfig, SamplingOverrides, WorkerConfig\n"
+        "from forge.actors.replay_buffer import ReplayBuffer\n"
+        "from apps.grpo.actors import ComputeAdvantages, DatasetActor, RewardActor, Trainer\n"
+        "from forge.data.rewards import FormatReward, MathReward\n\n\n"
+        "async def main():\n"
+        "    answers = 6\n"
+        "    model = 'org/policy-1b'\n"
+        "    policy = await spawn_service(ServiceConfig(procs_per_replica=1), Policy, PolicyConfig(\n"
+        "        worker_params=WorkerConfig(model=model),\n"
+        "        sampling_params=SamplingOverrides(num_samples=answers, max_tokens=256)))\n"
+        "    trainer = await spawn_service(ServiceConfig(procs_per_replica=1), Trainer, learning_rate=3e-6,\n"
+        "                                  beta=0.02, model_name=model)\n"
+        "    buffer = await spawn_service(ServiceConfig(procs_per_replica=1), ReplayBuffer, batch_size=8)\n"
+        "    data = await spawn_service(ServiceConfig(procs_per_replica=1), DatasetActor, 'org/math-word', 'main')\n"
+        "    advantages = await spawn_service(ServiceConfig(procs_per_replica=1), ComputeAdvantages)\n"
+        "    rewards = await spawn_service(ServiceConfig(procs_per_replica=1), RewardActor,\n"
+        "                                  reward_functions=[MathReward(), FormatReward()])\n"
+    )
+    plan = analyze(app, [])
+    assert (plan.framework, plan.algorithm) == ("torchforge", "grpo")
+    got = {k: (v.value, v.source) for k, v in plan.settings if v is not None and k != "lora"}
+    assert got == {
+        "base_model": ("org/policy-1b", "main.py:10"),
+        "dataset": ("org/math-word", "main.py:17"),
+        "learning_rate": (3e-6, "main.py:14"),
+        "per_device_batch_size": (8, "main.py:16"),
+        "max_response_length": (256, "main.py:13"),
+        "num_generations": (6, "main.py:9"),
+        "kl_coef": (0.02, "main.py:15"),
+        "reward_functions": (["MathReward", "FormatReward"], "main.py:20"),
+    }

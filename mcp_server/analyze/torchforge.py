@@ -8,9 +8,11 @@ Both spellings of the config are read: the current one (`policy.engine_args`, `p
 from mcp_server.analyze.evidence import Evidence, Level, Loc, Value
 from mcp_server.analyze.inputs import Project
 from mcp_server.analyze.pycommon import function_names, infra_imports, server_side
+from mcp_server.analyze.pyvalues import PySource
 from mcp_server.analyze.registry import Analyzer
 from mcp_server.analyze.scalars import as_number
 from mcp_server.plan import Algorithm
+from mcp_server.pyindex import dotted_name
 
 # Order matters: for the same setting, a later key wins (the one the run really uses).
 KEYS = [
@@ -123,6 +125,7 @@ def analyze(project: Project, ev: Evidence) -> None:
                 names = function_names(call.kwarg_node("reward_functions"), src, call.scope)
                 if names:
                     ev.setting("reward_functions", Value(names, src.loc(call.kwarg_node("reward_functions"))))
+        _actor_arguments(src, ev)
         for fn in src.functions.values():  # a GRPO loss written in the app: `def simple_grpo_loss(..., beta=0.1)`
             if "grpo" in fn.name.lower() and "loss" in fn.name.lower() and "beta" in fn.params \
                     and fn.params["beta"].default is not None and ev.best("kl_coef") is None:
@@ -139,6 +142,40 @@ def analyze(project: Project, ev: Evidence) -> None:
                 "sum over tokens. Scale the advantages by 1/len(response) to keep the same weighting.", None)
     if not ev.votes:
         ev.vote("other", None, "no torchforge GRPO or SFT construct found", 0)
+
+
+# What an actor's own arguments mean, for the values an app writes in Python (the August 2025 apps:
+# `spawn_service(ServiceConfig(...), Trainer, learning_rate=1e-5, beta=0.1)`).
+_ACTOR_KWARGS = {
+    "learning_rate": "learning_rate", "lr": "learning_rate", "beta": "kl_coef", "model_name": "base_model",
+    "batch_size": "per_device_batch_size", "local_batch_size": "per_device_batch_size",
+}
+_CONFIG_KWARGS = {  # the config objects built inline: WorkerConfig(model=...), SamplingOverrides(num_samples=...)
+    "model": "base_model", "num_samples": "num_generations", "n": "num_generations",
+    "max_tokens": "max_response_length", "temperature": "temperature",
+}
+
+
+def _actor_arguments(src: PySource, ev: Evidence) -> None:
+    for call in src.calls:
+        if call.name == "spawn_service" and call.arg_node(1) is not None:
+            actor = (dotted_name(call.arg_node(1)) or "").rsplit(".", 1)[-1]
+            for keyword, setting in _ACTOR_KWARGS.items():
+                ev.setting(setting, call.kwarg(keyword))
+            if actor == "DatasetActor":
+                ev.setting("dataset", call.arg(2) or call.kwarg("path"))
+            if actor in {"Trainer", "RLTrainer", "TitanTrainer"} and call.kwarg_node("beta") is not None:
+                ev.vote("grpo", call.loc, f"a {actor} with a KL beta beside a policy's samples", 1)
+            if call.kwarg_node("reward_functions") is not None:
+                names = function_names(call.kwarg_node("reward_functions"), src, call.scope)
+                if names:
+                    ev.setting("reward_functions", Value(names, src.loc(call.kwarg_node("reward_functions"))))
+        elif call.name in {"WorkerConfig", "SamplingOverrides", "SamplingConfig", "EngineConfig"}:
+            for keyword, setting in _CONFIG_KWARGS.items():
+                ev.setting(setting, call.kwarg(keyword))
+    groups = [c for c in src.calls if c.name in {"SamplingOverrides", "SamplingConfig"}]
+    if groups and any(c.name == "spawn_service" for c in src.calls) and "ComputeAdvantages" in src.text:
+        ev.vote("grpo", groups[0].loc, "a policy's sample groups scored by ComputeAdvantages (torchforge GRPO app)", 2)
 
 
 def is_forge_command(command, script) -> bool:
