@@ -5,6 +5,7 @@ check, 2 bad usage or unreadable input. Heavy imports happen inside the subcomma
 """
 
 import argparse
+import faulthandler
 import json
 import os
 import signal
@@ -393,6 +394,8 @@ def _json_anywhere(argv: list[str]) -> tuple[list[str], bool]:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
+    if hasattr(signal, "SIGUSR1"):  # `kill -USR1 <pid>` prints every thread's stack: what a stuck run is doing
+        faulthandler.register(signal.SIGUSR1, all_threads=True)
     argv, wants_json = _json_anywhere(list(sys.argv[1:] if argv is None else argv))
     try:
         args = build_parser().parse_args(_flags_as_concepts(argv))
