@@ -253,6 +253,12 @@ class PinnedScript:
     def __init__(self, path: Path, source: bytes, command: list[str], cwd: Path | None, fds: tuple[int, ...]):
         self.path, self.source, self.command, self.cwd, self.pass_fds = path, source, command, cwd, fds
 
+    def __enter__(self) -> "PinnedScript":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     def close(self) -> None:
         for fd in self.pass_fds:
             with contextlib.suppress(OSError):

@@ -73,13 +73,11 @@ def run_mint_side(
         env.pop(name, None)
     env.update(MINT_BASE_URL=server.base_url, MINT_API_KEY=LOCAL_API_KEY)
     lines: list[str] = []
-    try:
+    with pinned:
         code, timed_out = run_to_end(
             command, cwd=pinned.cwd, env=env, deadline=time.monotonic() + timeout_s, on_line=lines.append,
             cancel=cancel, name="parity-mint", pass_fds=pinned.pass_fds,
         )
-    finally:
-        pinned.close()
     tail = redact("\n".join(lines[-25:]))
     if cancel is not None and cancel.is_set():
         raise MintSideError(f"{script.name} --parity-dump was stopped: the caller went away.")

@@ -134,13 +134,11 @@ def run_source_side(
     package_root = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
     lines: list[str] = []
-    try:
+    with pinned:
         code, timed_out = run_to_end(
             command, cwd=pinned.cwd, env=env, deadline=time.monotonic() + timeout_s, on_line=lines.append,
             cancel=cancel, name="parity-source", pass_fds=pinned.pass_fds,
         )
-    finally:
-        pinned.close()
     tail = redact("\n".join(lines[-20:]))
     if cancel is not None and cancel.is_set():
         raise SourceSideError(f"{script.name} was stopped: the caller went away.")
