@@ -51,7 +51,7 @@ def migrate(
     reward = plan.reward
     if plan.mint.kind == "grpo" and reward is not None and reward.status == "user" and reward.extract:
         origin = Path(reward.file)
-        files[EXTRACTED_REWARDS] = extract_functions(ws.check_readable(origin).read_text(encoding="utf-8"),
+        files[EXTRACTED_REWARDS] = extract_functions(ws.read_text_checked(origin),
                                                      [f.name for f in reward.functions], origin.name)
     if out is not None:
         targets = [out / name for name in [*files, "MIGRATION.md"]]

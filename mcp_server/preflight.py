@@ -31,6 +31,7 @@ from mcp_server.endpoint import Endpoint, display_url, is_loopback
 from mcp_server.lint.context import mask_secret
 from mcp_server.pyindex import PyIndex, string_value
 from mcp_server.pyparse import PythonSyntaxError, parse_ast
+from mcp_server.workspace import read_text_checked
 
 MINT_DEFAULT_BASE_URL = sdk_facts.MINT_DEFAULT_BASE_URL  # what mindlab-toolkit 0.2.0 falls back to
 PINNED_TINKER = sdk_facts.TINKER_VERSION
@@ -482,7 +483,7 @@ def script_base_model(path: Path) -> tuple[str, int] | None:
     argparse `--base-model`/`--model` default, a config-class field, a `base_model=` keyword literal
     or a module constant named BASE_MODEL / MODEL_NAME. None when the script does not say."""
     try:
-        index = PyIndex.of(path.read_text(encoding="utf-8"), str(path))
+        index = PyIndex.of(read_text_checked(path), str(path))
     except (OSError, UnicodeDecodeError, PythonSyntaxError):
         return None
     for dest in BASE_MODEL_DESTS:

@@ -239,8 +239,14 @@ def create_server(workspace: Path | None = None) -> MCPServer:
         MINT_BASE_URL and MINT_API_KEY, the endpoint, and the script's base model and tokenizer."""
         from mcp_server.preflight import run_preflight
 
-        path = inside(script_path, root, await fenced(ctx)) if script_path else None
-        return await anyio.to_thread.run_sync(lambda: run_preflight(path, target=target))
+        roots = await fenced(ctx)
+        path = inside(script_path, root, roots) if script_path else None
+
+        def run() -> PreflightReport:
+            with read_fence(roots):  # the script is read for its lint and base model
+                return run_preflight(path, target=target)
+
+        return await anyio.to_thread.run_sync(run)
 
     @mcp.tool(
         title="Smoke-run a train.py",

@@ -7,6 +7,18 @@ Rules (the CLI, run by a person, passes ANYWHERE and may go wherever its paths s
   its roots. `inside()` checks a path lexically and walks it without following a link below the
   root; `read_fence()` makes the engine's own reads (companion files a launch script names) obey
   the same roots.
+- No check-then-use: a check of a path says nothing about what the same name holds a moment later
+  (a folder or file swapped for a link). So under a fence a file is opened first and the opened
+  descriptor's real place (/proc/self/fd) is checked and read (`read_bytes_checked`), and a script
+  to run is opened through folder fds with O_NOFOLLOW and run from those fds (`pinned_script`: the
+  child fchdir()s to the folder fd and compiles the file fd's content). What stays by name is what
+  the script itself does once running (its imports, its open() calls, multiprocessing re-running
+  `__file__`): running a script is running the user's code, which the fence does not sandbox. A
+  hard link inside the roots to a file elsewhere reads as the file it is (its name is inside);
+  the tools never create one. Parity's source side runs the pinned fds too (its harness's
+  --script-fds); the data file it is given is checked in the parent (the rows compared are read
+  through `read_bytes_checked`) but its harness opens it again by name, and a smoke run reads the
+  .env beside the script by name for the keys to redact: the two reads left by name.
 - Writes stay inside the workspace root and go through directory file descriptors: every folder
   is opened with O_NOFOLLOW from the root down (a folder swapped for a link between a check and
   the write cannot lead outside), the text goes to a new file created with O_EXCL, and a rename
@@ -145,7 +157,8 @@ def read_text_inside(path: str | os.PathLike[str], workspace: Path, roots: Seque
 
 @contextlib.contextmanager
 def read_fence(roots: Sequence[Path]) -> Iterator[None]:
-    """While active, `check_readable` refuses files outside `roots` (the MCP tools' engine calls)."""
+    """While active, `read_bytes_checked` and `pinned_script` refuse files outside `roots` (the MCP
+    tools' engine calls)."""
     token = _READ_ROOTS.set(tuple(Path(r) for r in roots))
     try:
         yield
@@ -153,15 +166,138 @@ def read_fence(roots: Sequence[Path]) -> Iterator[None]:
         _READ_ROOTS.reset(token)
 
 
-def check_readable(path: Path) -> Path:
-    """`path` unchanged when no read fence is active or it lies inside the fence (links resolved)."""
+@contextlib.contextmanager
+def also_readable(folder: Path) -> Iterator[None]:
+    """Under a read fence, `folder` (one the engine made itself, a temporary one) is inside it too."""
     roots = _READ_ROOTS.get()
     if roots is None:
-        return path
-    real = Path(path).resolve()
-    if _relative_to_some(real, [r.resolve() for r in roots]) is None:
-        raise _outside(Path(path), list(roots), "read")
-    return path
+        yield
+        return
+    with read_fence([*roots, folder]):
+        yield
+
+
+def _open_checked(path: Path) -> int:
+    """An fd of `path` (O_NONBLOCK, so a FIFO cannot hang the tool), opened FIRST and then checked:
+    the place the fd really points at (/proc/self/fd) must lie inside the fence. A link swapped in
+    before the open is seen here; one swapped in after it changes nothing about this fd."""
+    roots = _READ_ROOTS.get()
+    assert roots is not None
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+    try:
+        real = Path(os.readlink(f"/proc/self/fd/{fd}"))
+        if _relative_to_some(real, [r.resolve() for r in roots]) is None:
+            raise _outside(Path(path), list(roots), "read")
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(21, "Is a directory", str(path))
+        if not stat.S_ISREG(mode):
+            raise OutsideWorkspace(f"{path} is not a regular file; tools read only files inside the workspace.")
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def read_bytes_checked(path: str | os.PathLike[str]) -> bytes:
+    """The content of `path`. Under a read fence, read from the one descriptor whose real place was
+    checked to lie inside the fence (never check a path and then read it by name)."""
+    if _READ_ROOTS.get() is None:
+        return Path(path).read_bytes()
+    fd = _open_checked(Path(path))
+    with os.fdopen(fd, "rb") as handle:
+        return handle.read()
+
+
+def read_text_checked(path: str | os.PathLike[str], *, errors: str = "strict") -> str:
+    """`read_bytes_checked` decoded as UTF-8."""
+    return read_bytes_checked(path).decode("utf-8", errors=errors)
+
+
+# The child's first code when a fenced tool runs a script: run the script whose folder and file the
+# parent opened (pinned) and passed as fds, as `python SCRIPT ARGS` would (argv, __file__, sys.path[0]
+# the script's real folder, the cwd that folder). Its names are deleted before the script runs.
+_PINNED_RUN = """\
+def _pinned_script():
+    import os, sys
+    dir_fd, file_fd = int(sys.argv[1]), int(sys.argv[2])
+    os.fchdir(dir_fd)
+    os.close(dir_fd)
+    with os.fdopen(file_fd, "rb") as handle:
+        source = handle.read()
+    path = os.path.join(os.getcwd(), sys.argv[3])
+    sys.argv[:] = [path, *sys.argv[4:]]
+    sys.path[0] = os.getcwd()
+    globals()["__file__"] = path
+    del globals()["_pinned_script"]
+    return compile(source, path, "exec")
+exec(_pinned_script())
+"""
+
+
+def _pread_all(fd: int) -> bytes:
+    """The whole file from offset 0, leaving the fd's own offset at 0 for the child that reads it."""
+    chunks, offset = [], 0
+    while chunk := os.pread(fd, 1 << 20, offset):
+        chunks.append(chunk)
+        offset += len(chunk)
+    return b"".join(chunks)
+
+
+class PinnedScript:
+    """A script to run: its `source`, the `command` prefix (the interpreter and what names the
+    script) and the `cwd` and `pass_fds` to start it with. Under a read fence the folder and the file
+    are open descriptors (reached with O_NOFOLLOW from the fence root) that the child runs from, so
+    nothing swapped in after the check can be run; `close()` when the child has started."""
+
+    def __init__(self, path: Path, source: bytes, command: list[str], cwd: Path | None, fds: tuple[int, ...]):
+        self.path, self.source, self.command, self.cwd, self.pass_fds = path, source, command, cwd, fds
+
+    def __enter__(self) -> "PinnedScript":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        for fd in self.pass_fds:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self.pass_fds = ()
+
+
+def pinned_script(path: str | os.PathLike[str], python: str) -> PinnedScript:
+    """`path` ready to run with `python`. Without a fence (the CLI) it is run by name from its folder,
+    as ever. Under a fence the folder chain is opened from the fence root with O_NOFOLLOW and the
+    file with O_NOFOLLOW beside it, and the child runs the content of that very file from that very
+    folder (_PINNED_RUN). Raises OutsideWorkspace, FileNotFoundError or IsADirectoryError."""
+    roots = _READ_ROOTS.get()
+    if roots is None:
+        script = Path(path).expanduser().resolve()
+        return PinnedScript(script, script.read_bytes(), [python, str(script)], script.parent, ())
+    target, root, relative = _locate(path, roots[0], roots[1:])
+    if not relative.parts:
+        raise IsADirectoryError(21, "Is a directory", str(target))
+    dir_fd = _open_dir(root, relative.parts[:-1], create=False)
+    try:
+        try:
+            file_fd = os.open(relative.parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=dir_fd)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise OutsideWorkspace(f"{target} is a link; tools run only real files inside the workspace.") from None
+            raise type(exc)(exc.errno, exc.strerror, str(target)) from None
+        try:
+            if not stat.S_ISREG(os.fstat(file_fd).st_mode):
+                raise IsADirectoryError(21, "Not a regular file", str(target))
+            source = _pread_all(file_fd)
+        except BaseException:
+            os.close(file_fd)
+            raise
+    except BaseException:
+        os.close(dir_fd)
+        raise
+    command = [python, "-c", _PINNED_RUN, str(dir_fd), str(file_fd), target.name]
+    return PinnedScript(target, source, command, None, (dir_fd, file_fd))
 
 
 # --- writing -------------------------------------------------------------------------------------

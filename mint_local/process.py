@@ -80,6 +80,7 @@ class Supervised:
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         name: str = "process",
+        pass_fds: Sequence[int] = (),
     ) -> None:
         become_subreaper()
         self.tag = f"{name}-{uuid.uuid4().hex}"
@@ -97,6 +98,7 @@ class Supervised:
             encoding="utf-8",
             errors="replace",
             start_new_session=True,
+            pass_fds=tuple(pass_fds),
         )
         self.pid = self.popen.pid
         self.timed_out = False
@@ -235,11 +237,12 @@ def run_to_end(
     on_line: Callable[[str], None],
     cancel: threading.Event | None = None,
     name: str = "process",
+    pass_fds: Sequence[int] = (),
 ) -> tuple[int | None, bool]:
     """Run `command` supervised until its output ends, `deadline` (time.monotonic()) passes or
     `cancel` is set, each output line to `on_line`; then stop its whole tree. Returns (exit code,
     or None when it did not end by itself; timed out)."""
-    proc = Supervised(command, cwd=cwd, env=env, name=name)
+    proc = Supervised(command, cwd=cwd, env=env, name=name, pass_fds=pass_fds)
     try:
         for line in proc.lines(deadline=deadline, cancel=cancel):
             on_line(line)

@@ -12,29 +12,13 @@ from pathlib import Path
 import libcst as cst
 import pytest
 from mcp import Client, StdioServerParameters
+from probes import HOSTILE
 
 from mcp_server import pyparse
 from mcp_server.lint import lint_source
 from mcp_server.pyparse import MAX_DEPTH, PythonSyntaxError, evaluated_value, parse_ast, parse_module
 
 CLI = str(Path(sys.executable).parent / "mint-migrate")
-
-# name -> source. The first ones crashed or stalled `lint`/`migrate` before pyparse existed.
-HOSTILE = {
-    "deep-parens": "x = " + "(" * 2000 + "1" + ")" * 2000 + "\n",  # libcst: SIGSEGV
-    "deep-lists": "x = " + "[" * 5000 + "1" + "]" * 5000 + "\n",  # libcst: SIGSEGV
-    "deep-dicts": "x = " + "{1: " * 3000 + "1" + "}" * 3000 + "\n",
-    "unclosed-brackets": "[" * 5000 + "\n",  # CPython: MemoryError
-    "lambda-chain": "f = " + "lambda: " * 5000 + "1\n",  # libcst: SIGSEGV
-    "subscript-chain": "x = a" + "[0]" * 3000 + "\n",  # libcst: minutes
-    "unary-chain": "x = " + "-" * 5000 + "1\n",  # libcst: minutes
-    "elif-chain": "if a:\n    pass\n" + "elif a:\n    pass\n" * 3000,
-    "binop-chain": "x = " + "1 + " * 100_000 + "1\n",
-    "deep-indent": "".join("    " * i + "if a:\n" for i in range(120)) + "    " * 120 + "pass\n",
-    "nul-in-string": 'import mint\nMODEL = "Qwen\x00/Qwen3"\nURL = "https://mint.macaron.xin"\n',
-    "oversized": "# " + "x" * pyparse.MAX_CHARS + "\n",
-}
-
 
 @pytest.fixture
 def anyio_backend():

@@ -10,26 +10,12 @@ from pathlib import Path
 
 import pytest
 from mcp import Client
+from probes import LEAKY_SCRIPT, SENTINEL, assert_clean
 
 from mcp_server.server import create_server
 from mcp_server.smoke import SmokeProgress, run_smoke
 
 CLI = str(Path(sys.executable).parent / "mint-migrate")
-SENTINEL = "mint-sentinel-5Fq9Xk2LwP7rTb"  # the user's key: no sk- shape, so only the secrets list catches it
-KEY_SHAPED = "sk-live-QQ81bcZr02Vx9Lm4"  # a key-shaped string the user never configured
-
-SCRIPT = f"""\
-import pathlib, sys
-assert "--smoke" in sys.argv and "--steps" in sys.argv
-env = dict(line.split("=", 1) for line in pathlib.Path(__file__).with_name(".env").read_text().split())
-key, other = env["MINT_API_KEY"], {KEY_SHAPED!r}
-print(f"RUN served_model={{key}}", flush=True)
-print(f"METRIC step=1 loss={{key}} tokens=4 step_s=0.1 accepted={{other}}", flush=True)
-print(f'SAMPLE step=1 text="the key is {{key}} and {{other}}"', flush=True)
-print(f"METRIC step=2 loss=1.0 tokens=4 step_s={{other}}", flush=True)
-print(f"METRIC done=1 steps=2 checkpoint=tinker://{{key}}/weights/{{other}}", flush=True)
-raise SystemExit(f"could not upload with {{key}} / {{other}}")
-"""
 
 
 @pytest.fixture
@@ -44,13 +30,8 @@ def leaky(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / ".env").write_text(f"MINT_API_KEY={SENTINEL}\n", encoding="utf-8")
     script = tmp_path / "train.py"
-    script.write_text(SCRIPT, encoding="utf-8")
+    script.write_text(LEAKY_SCRIPT, encoding="utf-8")
     return script
-
-
-def assert_clean(text: str, where: str) -> None:
-    assert SENTINEL not in text and SENTINEL[8:] not in text, where
-    assert KEY_SHAPED not in text and KEY_SHAPED[3:] not in text, where
 
 
 @pytest.mark.slow

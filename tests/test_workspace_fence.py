@@ -7,6 +7,7 @@ import threading
 
 import pytest
 from mcp import Client, types
+from probes import race_places, race_reads, racing
 
 from mcp_server.errors import OutsideWorkspace, WouldOverwrite
 from mcp_server.server import create_server
@@ -197,3 +198,20 @@ async def test_the_clients_roots_are_inside_the_fence_too(places):
         assert result.structured_content["path"] == str(outside / "secret.py")
     async with Client(create_server(workspace)) as client:  # a client without roots
         assert (await client.call_tool("lint_script", {"path": str(outside / "secret.py")})).is_error
+
+
+@pytest.mark.slow
+@pytest.mark.anyio
+async def test_a_folder_or_file_swapped_for_a_link_mid_call_is_never_read_or_run(places):
+    """240 MCP calls (lint, migrate, smoke launch) on paths a racer keeps swapping for links to the
+    outside: no outside content in any answer, and the outside script never runs (its sentinel)."""
+    workspace, outside = places
+    race_places(workspace, outside)
+    with racing(workspace, outside):
+        async with Client(create_server(workspace)) as client:
+            escapes, outcomes = await race_reads(client, outside, rounds=40)
+    assert escapes == []
+    assert sum(len(v) for v in outcomes.values()) == 240
+    for name, succeeded in outcomes.items():  # the racer won some calls, and lost some: a real race
+        assert 0 < sum(succeeded) < len(succeeded), (name, sum(succeeded), len(succeeded))
+    assert sorted(p.name for p in outside.iterdir()) == ["cfg.yaml", "secret.py", "train.py"]

@@ -12,7 +12,7 @@ from mcp_server.analyze.pyvalues import PySource
 from mcp_server.analyze.yamlconf import YamlConfig
 from mcp_server.errors import MintMigrateError
 from mcp_server.pyindex import string_value
-from mcp_server.workspace import check_readable
+from mcp_server.workspace import read_text_checked
 
 
 def hydra_main(src: PySource) -> tuple[str, str] | None:
@@ -93,6 +93,6 @@ def _load(path: Path, label_for: Callable[[Path], str]) -> YamlConfig | None:
     if not path.is_file():
         return None
     try:
-        return YamlConfig(check_readable(path).read_text(encoding="utf-8"), label_for(path))  # the read fence
+        return YamlConfig(read_text_checked(path), label_for(path))  # the read fence
     except (MintMigrateError, OSError, UnicodeDecodeError):
         return None

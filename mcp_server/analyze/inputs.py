@@ -17,7 +17,7 @@ from mcp_server.analyze.shell import Command, ShellScript
 from mcp_server.analyze.usage import usage_commands
 from mcp_server.analyze.yamlconf import YamlConfig
 from mcp_server.errors import MintMigrateError
-from mcp_server.workspace import check_readable
+from mcp_server.workspace import read_text_checked
 
 Kind = Literal["python", "shell", "yaml"]
 _SUFFIXES: dict[str, Kind] = {".py": "python", ".sh": "shell", ".bash": "shell", ".zsh": "shell",
@@ -109,14 +109,14 @@ def _peek(path: Path) -> str:
     """A file the analyzer only looks into to choose inputs: '' when it cannot be read, or lies
     outside an MCP tool's read fence (a link to elsewhere)."""
     try:
-        return check_readable(path).read_text(encoding="utf-8", errors="replace")
+        return read_text_checked(path, errors="replace")
     except (MintMigrateError, OSError):
         return ""
 
 
 def _read(path: Path) -> str:
     try:
-        return check_readable(path).read_text(encoding="utf-8")  # an MCP tool's read fence, if any
+        return read_text_checked(path)  # an MCP tool's read fence, if any
     except FileNotFoundError as exc:
         raise MintMigrateError(f"cannot read {path}: no such file. Check the path (relative paths are taken "
                                "from the workspace root).") from exc

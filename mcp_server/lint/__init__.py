@@ -18,6 +18,7 @@ from mcp_server.lint.fixes import apply_fixes
 from mcp_server.lint.registry import RULES, Rule, all_rules
 from mcp_server.plan import Finding
 from mcp_server.pyparse import PythonSyntaxError, parse_module
+from mcp_server.workspace import read_bytes_checked
 
 FAMILIES = (sdk_rules, training_rules, setup_rules)
 
@@ -70,7 +71,7 @@ def lint_source(source: str, path: str = "<source>", *, fix: bool = False) -> Li
 def lint_path(path: Path, *, fix: bool = False) -> LintReport:
     """Lint one file. Raises FileNotFoundError / IsADirectoryError for a path that is not a file."""
     path = Path(path)
-    return lint_bytes(path.read_bytes(), path, fix=fix)
+    return lint_bytes(read_bytes_checked(path), path, fix=fix)  # an MCP tool's read fence, if any
 
 
 def lint_bytes(data: bytes, path: Path, *, fix: bool = False) -> LintReport:

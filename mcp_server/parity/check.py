@@ -7,6 +7,7 @@ its cause and fix, never an exception. Only bad input (a missing file, an uninst
 a Hub dataset with no local copy) raises MintMigrateError.
 """
 
+import io
 import json
 import shutil
 import tempfile
@@ -23,6 +24,7 @@ from mcp_server.parity.mint_side import MintSideError, is_rl_script, run_mint_si
 from mcp_server.parity.records import ParityFinding, ParityReport, SideRecord
 from mcp_server.parity.source_side import SourceSideError, run_source_side
 from mcp_server.smoke import SmokeError, SmokeVerdict, local_server, run_smoke
+from mcp_server.workspace import also_readable, read_bytes_checked, read_text_checked
 
 DEFAULT_ROWS = 8
 MAX_ROWS = 64
@@ -51,14 +53,16 @@ def read_data_rows(path: Path, n: int) -> list[dict]:
             import pyarrow.parquet
         except ImportError as exc:
             raise MintMigrateError(f"{path}: reading parquet needs pyarrow (pip install pyarrow).") from exc
-        rows = pyarrow.parquet.read_table(path).slice(0, n).to_pylist()
+        import pyarrow
+
+        rows = pyarrow.parquet.read_table(pyarrow.BufferReader(read_bytes_checked(path))).slice(0, n).to_pylist()
     elif suffix == ".csv":
         import csv
 
-        with path.open(newline="", encoding="utf-8") as f:
+        with io.StringIO(read_text_checked(path), newline="") as f:
             rows = [row for _, row in zip(range(n), csv.DictReader(f), strict=False)]  # the first n
     else:
-        text = path.read_text(encoding="utf-8")
+        text = read_text_checked(path)  # an MCP tool's read fence, if any
         if text.lstrip().startswith("["):
             rows = json.loads(text)[:n]
         else:
@@ -210,27 +214,28 @@ def check_parity(
 
     threading.Thread(target=_start_server, args=(model_dir,), name="parity-mint-local", daemon=True).start()
     try:
-        train_path = Path(train).resolve() if train is not None else _migrated_train(source, configs, workdir)
-        report = ParityReport(passed=False, source=str(source), train=str(train_path), model=str(model_dir))
-        if train is None:
-            report.notes.append(f"train.py: migrated afresh from {source.name} (give the train path to check yours)")
-        options = {"script_args": list(script_args or []), "timeout_s": timeout_s, "fresh": fresh, "cancel": cancel}
-        check = _Check(source, train_path, model_dir, workdir, report, options)
+        with also_readable(workdir):  # what parity writes there itself: train.py migrated afresh, rows
+            train_path = Path(train).resolve() if train is not None else _migrated_train(source, configs, workdir)
+            report = ParityReport(passed=False, source=str(source), train=str(train_path), model=str(model_dir))
+            if train is None:
+                report.notes.append(f"train.py: migrated afresh from {source.name} (give the train path to check yours)")
+            options = {"script_args": list(script_args or []), "timeout_s": timeout_s, "fresh": fresh, "cancel": cancel}
+            check = _Check(source, train_path, model_dir, workdir, report, options)
 
-        def data_rows() -> list[dict] | None:
-            data_file = data or _plan_data_file(source, configs)
-            return read_data_rows(Path(data_file), rows) if data_file else None
+            def data_rows() -> list[dict] | None:
+                data_file = data or _plan_data_file(source, configs)
+                return read_data_rows(Path(data_file), rows) if data_file else None
 
-        try:
-            if is_rl_script(train_path):
-                _grpo(check, rows, data_rows, progress)
-            else:
-                _supervised(check, rows, data, mint_data, data_rows, progress)
-        except _Stopped:
-            pass
-        if keep is not None:
-            check.keep(Path(keep))
-        return _finish(report, started)
+            try:
+                if is_rl_script(train_path):
+                    _grpo(check, rows, data_rows, progress)
+                else:
+                    _supervised(check, rows, data, mint_data, data_rows, progress)
+            except _Stopped:
+                pass
+            if keep is not None:
+                check.keep(Path(keep))
+            return _finish(report, started)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 

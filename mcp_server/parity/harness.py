@@ -620,8 +620,22 @@ def trainer_config(trainer: Any) -> dict:
 
 
 def run(
-    script: Path, model_dir: Path, rows: int, data: Path | None, script_args: list[str], completions: Path | None
+    script: Path,
+    model_dir: Path,
+    rows: int,
+    data: Path | None,
+    script_args: list[str],
+    completions: Path | None,
+    pinned: tuple[int, int] | None = None,
 ) -> dict:
+    """The first step's record. `pinned`: fds of the script's folder and file, opened by the parent
+    inside an MCP tool's fence; that folder is the cwd and that file's content is what runs."""
+    if pinned is not None:
+        os.fchdir(pinned[0])
+        os.close(pinned[0])
+        with os.fdopen(pinned[1], "rb") as handle:
+            source = handle.read()
+        script = Path(os.getcwd()) / script.name
     os.environ.update(
         HF_HUB_OFFLINE="1",
         HF_DATASETS_OFFLINE="1",
@@ -653,9 +667,13 @@ def run(
 
     sys.argv = [str(script), *script_args]
     sys.path.insert(0, str(script.parent))
-    os.chdir(script.parent)
     try:
-        runpy.run_path(str(script), run_name="__main__")
+        if pinned is None:
+            os.chdir(script.parent)
+            runpy.run_path(str(script), run_name="__main__")
+        else:  # what run_path does with the file it reads, given the content read from the fd
+            code = compile(source, str(script), "exec")
+            runpy._run_module_code(code, None, "__main__", pkg_name="", script_name=str(script))
     except StepDone:
         return build_record(watch, script, time.monotonic() - started)
     except NeedsData as exc:
@@ -690,6 +708,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--data", type=Path)
     parser.add_argument("--completions", type=Path, help="GRPO: JSON [{prompt, completions, row}] from train.py")
+    parser.add_argument("--script-fds", help="DIR_FD,FILE_FD: run the script pinned by the parent (an MCP tool)")
     parser.add_argument("script_args", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
     script_args = args.script_args[1:] if args.script_args[:1] == ["--"] else args.script_args
@@ -702,6 +721,7 @@ def main(argv: list[str] | None = None) -> int:
             args.data.resolve() if args.data else None,
             script_args,
             args.completions.resolve() if args.completions else None,
+            tuple(int(fd) for fd in args.script_fds.split(",")) if args.script_fds else None,  # type: ignore[arg-type]
         )
     except BaseException as exc:  # noqa: BLE001 - every failure becomes a record the parent explains
         detail = "".join(traceback.format_exception(exc)[-12:])

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from mcp_server.parity.records import SequenceRecord, SideRecord
 from mcp_server.smoke import LOCAL_API_KEY, local_server, redact
+from mcp_server.workspace import pinned_script, read_text_checked
 from mint_local.process import run_to_end
 
 
@@ -31,7 +32,7 @@ def is_rl_script(script: Path) -> bool:
 
 
 def _accepts(script: Path, flag: str) -> bool:
-    text = script.read_text(encoding="utf-8", errors="replace")
+    text = read_text_checked(script, errors="replace")
     return re.search(rf"""["']{re.escape(flag)}["']""", text) is not None
 
 
@@ -56,8 +57,9 @@ def run_mint_side(
     server = local_server(str(model_dir), "cpu")
     dump = workdir / "mint_dump.json"
     log_dir = Path(tempfile.mkdtemp(prefix="parity-mint-", dir=workdir))
+    pinned = pinned_script(script, sys.executable)  # under a fence: the very file checked is run
     command = [
-        sys.executable, str(script),
+        *pinned.command,
         "--parity-dump", str(dump),
         "--data", str(rows_file),
         "--base-model", server.model_name,
@@ -71,10 +73,11 @@ def run_mint_side(
         env.pop(name, None)
     env.update(MINT_BASE_URL=server.base_url, MINT_API_KEY=LOCAL_API_KEY)
     lines: list[str] = []
-    code, timed_out = run_to_end(
-        command, cwd=script.parent, env=env, deadline=time.monotonic() + timeout_s, on_line=lines.append,
-        cancel=cancel, name="parity-mint",
-    )
+    with pinned:
+        code, timed_out = run_to_end(
+            command, cwd=pinned.cwd, env=env, deadline=time.monotonic() + timeout_s, on_line=lines.append,
+            cancel=cancel, name="parity-mint", pass_fds=pinned.pass_fds,
+        )
     tail = redact("\n".join(lines[-25:]))
     if cancel is not None and cancel.is_set():
         raise MintSideError(f"{script.name} --parity-dump was stopped: the caller went away.")

@@ -17,9 +17,10 @@ import threading
 import time
 from pathlib import Path
 
-from mcp_server.errors import MintMigrateError
+from mcp_server.errors import MintMigrateError, OutsideWorkspace
 from mcp_server.parity.records import SideRecord
 from mcp_server.smoke import redact
+from mcp_server.workspace import pinned_script, read_bytes_checked, read_text_checked
 from mint_local.process import run_to_end
 
 _MAX_HASHED_FILE = 20 * 1024 * 1024
@@ -34,9 +35,9 @@ def uses_trl(script: Path) -> bool:
     """The script, or a module beside it, imports TRL."""
     for path in [script, *sorted(script.parent.glob("*.py"))[:50]]:
         try:
-            if _TRL_IMPORT.search(path.read_text(encoding="utf-8", errors="replace")):
+            if _TRL_IMPORT.search(read_text_checked(path, errors="replace")):
                 return True
-        except OSError:
+        except (OSError, OutsideWorkspace):  # a link out of an MCP tool's fence is not looked into
             continue
     return False
 
@@ -72,7 +73,11 @@ def cache_key(script: Path, model_dir: Path, rows: int, inputs: list[Path], scri
     files = sorted(p for p in script.parent.iterdir() if p.is_file()) + inputs
     for path in files:
         if path.stat().st_size <= _MAX_HASHED_FILE:
-            digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+            try:  # under an MCP tool's fence, a link out of it counts by its name only
+                content = read_bytes_checked(path)
+            except OutsideWorkspace:
+                content = b"outside"
+            digest.update(path.name.encode() + b"\0" + content + b"\0")
     for name in ("config.json", "tokenizer.json", "tokenizer_config.json", "mint_local_build.json"):
         if (model_dir / name).is_file():
             digest.update((model_dir / name).read_bytes())
@@ -113,6 +118,9 @@ def run_source_side(
         command += ["--data", str(data)]
     if completions is not None:
         command += ["--completions", str(completions)]
+    pinned = pinned_script(script, sys.executable)  # under a fence: the very file checked is run
+    if pinned.pass_fds:
+        command += ["--script-fds", ",".join(str(fd) for fd in pinned.pass_fds)]
     command += ["--", *script_args]
     env = dict(
         os.environ,
@@ -126,10 +134,11 @@ def run_source_side(
     package_root = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
     lines: list[str] = []
-    code, timed_out = run_to_end(
-        command, cwd=script.parent, env=env, deadline=time.monotonic() + timeout_s, on_line=lines.append,
-        cancel=cancel, name="parity-source",
-    )
+    with pinned:
+        code, timed_out = run_to_end(
+            command, cwd=pinned.cwd, env=env, deadline=time.monotonic() + timeout_s, on_line=lines.append,
+            cancel=cancel, name="parity-source", pass_fds=pinned.pass_fds,
+        )
     tail = redact("\n".join(lines[-20:]))
     if cancel is not None and cancel.is_set():
         raise SourceSideError(f"{script.name} was stopped: the caller went away.")

@@ -28,6 +28,7 @@ from mcp_server.smoke.metrics import RunOutput, number
 from mcp_server.smoke.redaction import redact, redact_model
 from mcp_server.smoke.servers import local_server
 from mcp_server.smoke.verdict import LeftProcess, SmokeError, SmokeProgress, SmokeVerdict
+from mcp_server.workspace import PinnedScript, pinned_script
 
 LOCAL_API_KEY = "sk-mint-local-smoke"  # mint-local accepts any sk- key; this one is not a secret
 LOG_TAIL_LINES = 60
@@ -189,9 +190,29 @@ def run_smoke(
     Only a missing script raises (MintMigrateError); Ctrl-C raises SmokeInterrupted with the verdict.
     """
     started = time.monotonic()
-    script = Path(script_path).expanduser().resolve()
-    if not script.is_file():
-        raise MintMigrateError(f"{script} is not a file; give the path of the train.py to smoke-run.")
+    try:  # under an MCP tool's fence: the very folder and file checked, held open until the start
+        pinned = pinned_script(script_path, sys.executable)
+    except (FileNotFoundError, IsADirectoryError):
+        shown = Path(script_path).expanduser()
+        raise MintMigrateError(f"{shown} is not a file; give the path of the train.py to smoke-run.") from None
+    try:
+        return _run_pinned(pinned, target, steps, timeout_s, on_progress, model, device, cancel, started)
+    finally:
+        pinned.close()
+
+
+def _run_pinned(
+    pinned: PinnedScript,
+    target: Literal["local", "remote"],
+    steps: int,
+    timeout_s: float,
+    on_progress: Callable[[SmokeProgress], None] | None,
+    model: str | None,
+    device: str | None,
+    cancel: threading.Event | None,
+    started: float,
+) -> SmokeVerdict:
+    script = pinned.path
     verdict = SmokeVerdict(passed=False, target=target, script=str(script), steps_requested=steps)
     secrets = _user_keys(script)
 
@@ -210,7 +231,7 @@ def run_smoke(
         redact_model(verdict, secrets)
         return verdict
 
-    source = script.read_text(encoding="utf-8", errors="replace")
+    source = pinned.source.decode("utf-8", errors="replace")
     try:
         parse_ast(source, script.name)
     except PythonSyntaxError as exc:
@@ -219,7 +240,7 @@ def run_smoke(
         return finish([SmokeError(kind="syntax_error", message=message, fix="Fix the syntax at that line.")])
 
     env = dict(os.environ, PYTHONUNBUFFERED="1")
-    args = [str(script)]
+    args: list[str] = []
     try:
         if target == "local":
             model = model or os.environ.get("MINT_SMOKE_MODEL") or "tiny"
@@ -242,7 +263,7 @@ def run_smoke(
     if _accepts(source, "--log-dir"):  # keep the run's files out of the user's folder
         verdict.log_dir = tempfile.mkdtemp(prefix="mint-smoke-")
         args += ["--log-dir", verdict.log_dir]
-    verdict.command = [sys.executable, *args]
+    verdict.command = [sys.executable, str(script), *args]
 
     output = RunOutput()
     lines: list[str] = []
@@ -257,7 +278,8 @@ def run_smoke(
     from mint_local.process import Supervised
 
     interrupted = False
-    proc = Supervised([sys.executable, *args], cwd=script.parent, env=env, name="smoke")
+    proc = Supervised([*pinned.command, *args], cwd=pinned.cwd, env=env, name="smoke", pass_fds=pinned.pass_fds)
+    pinned.close()  # the child holds its own copies
     try:
         for line in proc.lines(deadline=started + timeout_s, cancel=cancel):
             on_line(line)

@@ -1,0 +1,475 @@
+"""Issue 14's probe, re-runnable: crashes, orphans, escapes and leaks, counted on the real code.
+
+    .venv/bin/python bench/probe_reliability.py [--sources 500] [--seed 14] [--only crashes,orphans,escapes,leaks]
+
+crashes  ~500 sources (the shapes that crashed: 2000-deep parens, a NUL in a string literal, 5000
+         unclosed `[`, ...; then seeded mutations of our fixtures) through `lint --json` and
+         `migrate --json`: the CLI's own main() in batch workers (a worker killed by a signal is a
+         crash of the source it was on, and it is restarted after it), the issue's shapes also
+         through the installed `mint-migrate` binary, and through the MCP server's lint_script over
+         stdio. A crash: a signal (exit >= 128), an uncaught exception, or stdout that is not JSON.
+orphans  `mint-migrate smoke` and the MCP server with scripts that leave children behind (one in a
+         session of its own, a double-forked daemon, a background child, one holding stdout open)
+         and interrupted (SIGINT to the CLI and to its process group, SIGTERM, the MCP client going
+         away, SIGTERM to the server): processes carrying the run's mark, counted in /proc after.
+escapes  through a real MCP client: a hard link to an outside file under scaffold_train_py
+         (overwrite), 300 writes into a folder a racer swaps for a link, 240 reads/migrations/smoke
+         launches of paths a racer swaps, and the plain outside paths.
+leaks    a script prints the user's key (from .env) and a key-shaped string into every line the
+         verdict reads: CLI JSON, CLI text, the MCP result and its progress notifications.
+
+Every count should be 0. The helpers are the tests' (tests/probes.py), so the probe and the tests
+exercise the same thing.
+"""
+
+import argparse
+import collections
+import contextlib
+import json
+import logging
+import os
+import platform
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))
+
+import anyio  # noqa: E402
+from mcp import Client, StdioServerParameters  # noqa: E402
+from probes import (  # noqa: E402
+    HOSTILE,
+    LEAKY_SCRIPT,
+    MARKER,
+    SENTINEL,
+    gone,
+    leaked,
+    marked,
+    mcp_run_then,
+    race_places,
+    race_reads,
+    racing,
+    wait_for,
+    write_script,
+)
+
+CLI = str(Path(sys.executable).parent / "mint-migrate")
+SECRET_TEXT = "outside-the-workspace: do not write me\n"
+ISSUE_SHAPES = ["deep-parens", "nul-in-string", "unclosed-brackets", "lambda-chain", "deep-lists"]
+
+
+# --- crashes -------------------------------------------------------------------------------------
+
+
+def mutate(text: str, rng: random.Random) -> str:
+    """One or a few random edits of the kinds hostile or clumsy input has."""
+    for _ in range(rng.randint(1, 3)):
+        at = rng.randrange(len(text) + 1)
+        match rng.randrange(8):
+            case 0:  # cut a span
+                text = text[:at] + text[at + rng.randint(1, 200) :]
+            case 1:  # repeat a span
+                text = text[:at] + text[at : at + rng.randint(1, 200)] * rng.randint(2, 50) + text[at:]
+            case 2:  # stray tokens
+                text = text[:at] + "".join(rng.choice("([{}])'\":\\\x00\t#@=,.*") for _ in range(rng.randint(1, 20))) + text[at:]
+            case 3:  # deep nesting
+                depth = rng.choice([100, 500, 1000, 2000, 5000])
+                opener = rng.choice("([{")
+                closer = {"(": ")", "[": "]", "{": "}"}[opener] if rng.random() < 0.5 else ""
+                text = text[:at] + opener * depth + "1" + closer * depth + text[at:]
+            case 4:  # a NUL inside the first string literal after `at`
+                quote = text.find('"', at)
+                if quote >= 0:
+                    text = text[: quote + 1] + "\x00" + text[quote + 1 :]
+            case 5:  # truncate
+                text = text[:at]
+            case 6:  # shift a line's indentation
+                lines = text.split("\n")
+                i = rng.randrange(len(lines))
+                lines[i] = " " * rng.randint(1, 9) + lines[i]
+                text = "\n".join(lines)
+            case 7:  # bytes that are not UTF-8 in a str: a lone surrogate escapes on write
+                text = text[:at] + rng.choice(["\udcff", "\ufeff", "\u2028", "\r"]) + text[at:]
+    return text
+
+
+def corpus(n: int, seed: int, folder: Path) -> list[Path]:
+    rng = random.Random(seed)
+    bases = sorted(p for d in ("tests/fixtures", "examples", "tests/lint_corpus") for p in (ROOT / d).rglob("*.py"))
+    sources = [HOSTILE[name] for name in sorted(HOSTILE)]
+    while len(sources) < n:
+        sources.append(mutate(rng.choice(bases).read_text(encoding="utf-8"), rng))
+    paths = []
+    for i, text in enumerate(sources):
+        path = folder / f"s{i:04d}" / "train.py"
+        path.parent.mkdir(parents=True)
+        path.write_bytes(text.encode("utf-8", errors="surrogateescape"))
+        paths.append(path)
+    return paths
+
+
+# A batch worker: the CLI's own main() on jobs[start:], one JSON line per job in the results file
+# (BEGIN first, so a worker killed mid-job names the job that killed it). A string run by `python -c`
+# from the work folder, so it imports whichever mcp_server PYTHONPATH (--code) or the venv gives.
+CRASH_WORKER = """\
+import contextlib, io, json, sys, traceback
+from pathlib import Path
+from mcp_server import cli
+
+jobs_file, results_file, start = sys.argv[1], sys.argv[2], int(sys.argv[3])
+jobs = json.loads(Path(jobs_file).read_text())
+with open(results_file, "a", buffering=1) as results:
+    for i in range(start, len(jobs)):
+        results.write(json.dumps({"begin": i}) + "\\n")
+        out, err = io.StringIO(), io.StringIO()
+        uncaught = None
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                cli.main(jobs[i])
+                code = 0
+            except SystemExit as exc:
+                code = exc.code if isinstance(exc.code, int) else 1
+            except BaseException as exc:  # that is what is counted
+                code, uncaught = 1, "".join(traceback.format_exception(exc)[-3:])
+        try:
+            json.loads(out.getvalue())
+            is_json = True
+        except ValueError:
+            is_json = False
+        results.write(json.dumps({"done": i, "code": code, "json": is_json, "uncaught": uncaught}) + "\\n")
+"""
+
+
+def run_jobs(jobs: list[list[str]], workdir: Path, label: str) -> list[dict]:
+    """Every job's outcome; a worker that dies or stalls (60 s on one job) is restarted after it."""
+    jobs_file, results_file = workdir / f"{label}.jobs.json", workdir / f"{label}.results"
+    jobs_file.write_text(json.dumps(jobs))
+    outcomes: dict[int, dict] = {}
+    start = 0
+    while start < len(jobs):
+        worker = subprocess.Popen(
+            [sys.executable, "-c", CRASH_WORKER, str(jobs_file), str(results_file), str(start)],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=workdir,
+        )  # fmt: skip
+        last_seen, seen_lines = time.monotonic(), 0
+        while worker.poll() is None:
+            time.sleep(0.2)
+            lines = results_file.read_text().splitlines() if results_file.exists() else []
+            if len(lines) != seen_lines:
+                last_seen, seen_lines = time.monotonic(), len(lines)
+            elif time.monotonic() - last_seen > 60:
+                worker.kill()
+                worker.wait()
+                outcomes[-1] = {"hang": True}
+        begun = None
+        for line in results_file.read_text().splitlines():
+            record = json.loads(line)
+            if "begin" in record:
+                begun = record["begin"]
+            else:
+                outcomes[record["done"]] = record
+                begun = None
+        outcomes.pop(-1, None)
+        if begun is not None and begun not in outcomes:  # the worker died on this job
+            hung = worker.returncode == -signal.SIGKILL
+            outcomes[begun] = {"done": begun, "code": 128 - worker.returncode, "json": False, "uncaught": None,
+                               "hang": hung}  # fmt: skip
+            start = begun + 1
+        else:
+            start = len(jobs)
+    return [outcomes[i] for i in range(len(jobs))]
+
+
+def is_crash(outcome: dict) -> bool:
+    return outcome["code"] >= 128 or outcome.get("uncaught") is not None or not outcome["json"] or outcome.get("hang", False)
+
+
+def probe_crashes(n: int, seed: int, workdir: Path) -> dict[str, int]:
+    paths = corpus(n, seed, workdir / "corpus")
+    counts: dict[str, int] = {"sources": len(paths)}
+    for command in ("lint", "migrate"):
+        outcomes = run_jobs([[command, str(p), "--json"] for p in paths], workdir, command)
+        crashed = [(p, o) for p, o in zip(paths, outcomes, strict=True) if is_crash(o)]
+        counts[f"{command} crashes"] = len(crashed)
+        codes = collections.Counter(o["code"] for o in outcomes)
+        print(f"  {command} exit codes: {dict(sorted(codes.items()))}", file=sys.stderr)
+        for path, outcome in crashed[:5]:
+            print(f"  {command} {path}: {outcome}", file=sys.stderr)
+    # The issue's shapes through the installed binary too: a real process per call.
+    binary = 0
+    for name in ISSUE_SHAPES:
+        path = workdir / "corpus" / f"s{sorted(HOSTILE).index(name):04d}" / "train.py"
+        for command in ("lint", "migrate"):
+            done = subprocess.run([CLI, command, str(path), "--json"], capture_output=True, text=True, timeout=300)
+            try:
+                json.loads(done.stdout)
+                ok = done.returncode < 128 and "Traceback" not in done.stderr
+            except ValueError:
+                ok = False
+            binary += not ok
+    counts["binary crashes (issue shapes)"] = binary
+    counts["mcp server deaths"] = anyio.run(_mcp_hostile, workdir)
+    return counts
+
+
+async def _mcp_hostile(workdir: Path) -> int:
+    params = StdioServerParameters(command=sys.executable, args=["-m", "mcp_server"], cwd=str(workdir))
+    failures = 0
+    async with Client(params) as client:
+        for name, source in HOSTILE.items():
+            if name != "oversized":
+                result = await client.call_tool("lint_script", {"source": source})
+                failures += bool(result.is_error or not result.structured_content["parse_error"])
+        failures += (await client.call_tool("map_concept", {"framework": "trl"})).is_error
+    return failures
+
+
+# --- orphans -------------------------------------------------------------------------------------
+
+DAEMON = """\
+import os, sys, time
+print("METRIC step=1 loss=1.5 tokens=4 step_s=0.1", flush=True)
+if os.fork() == 0:  # the classic daemon: fork, new session, fork again, close stdio
+    os.setsid()
+    if os.fork() == 0:
+        devnull = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(devnull, fd)
+        time.sleep(300)
+    os._exit(0)
+print("METRIC step=2 loss=1.25 tokens=4 step_s=0.1", flush=True)
+print("METRIC done=1 steps=2", flush=True)
+"""
+BACKGROUND = """\
+import subprocess, sys
+subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"], stdout=subprocess.DEVNULL)
+print("METRIC step=1 loss=1.5 tokens=4 step_s=0.1", flush=True)
+print("METRIC step=2 loss=1.25 tokens=4 step_s=0.1", flush=True)
+print("METRIC done=1 steps=2", flush=True)
+"""
+HOLDS_STDOUT = """\
+import subprocess, sys
+subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])  # inherits stdout
+print("METRIC step=1 loss=1.5 tokens=4 step_s=0.1", flush=True)
+print("METRIC step=2 loss=1.25 tokens=4 step_s=0.1", flush=True)
+print("METRIC done=1 steps=2", flush=True)
+"""
+
+
+def _cli_smoke(folder: Path, mark: str, interrupt=None) -> tuple[dict | None, list[int]]:
+    """`mint-migrate smoke` on folder/train.py; `interrupt(cli)` once the script wrote its pids.
+    (the verdict, or None; every marked process seen while it ran)."""
+    cli = subprocess.Popen(
+        [CLI, "smoke", str(folder / "train.py"), "--json", "--timeout", "120"],
+        env=dict(os.environ, **{MARKER: mark}), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True,
+    )  # fmt: skip
+    seen: set[int] = set()
+    try:
+        if interrupt is not None:
+            wait_for(lambda: (folder / "pids").exists())
+            seen.update(marked(mark))
+            interrupt(cli)
+        out, _ = cli.communicate(timeout=300)
+    finally:
+        if cli.poll() is None:
+            cli.kill()
+    seen.update(marked(mark))
+    try:
+        return json.loads(out), sorted(seen)
+    except ValueError:
+        return None, sorted(seen)
+
+
+def probe_orphans(workdir: Path) -> dict[str, int]:
+    counts: dict[str, int] = {}
+
+    def case(name: str, script: str | None, interrupt=None) -> None:
+        folder = workdir / name
+        folder.mkdir()
+        if script is None:
+            write_script(folder, finish=interrupt is None)
+        else:
+            (folder / "train.py").write_text(script, encoding="utf-8")
+        mark = uuid.uuid4().hex
+        verdict, seen = _cli_smoke(folder, mark, interrupt)
+        left = gone(seen, timeout=30) + [p for p in marked(mark) if p not in seen]
+        counts[name] = len(left)
+        if verdict is None or (interrupt is None and verdict["errors"] and verdict["errors"][0]["kind"] == "timeout"):
+            counts[name] += 1  # no verdict, or a finished run read as a timeout: a failure too
+        for pid in left:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+    case("finished, own-session + stdout-holding children", None)
+    case("double-forked daemon", DAEMON)
+    case("background child", BACKGROUND)
+    case("child holding stdout", HOLDS_STDOUT)
+    case("SIGINT to the CLI", None, lambda cli: cli.send_signal(signal.SIGINT))
+    case("SIGINT to the CLI's group (Ctrl-C)", None, lambda cli: os.killpg(cli.pid, signal.SIGINT))
+    case("SIGTERM to the CLI", None, lambda cli: cli.send_signal(signal.SIGTERM))
+
+    async def disconnect(server_pid: int) -> None:
+        pass
+
+    async def terminate(server_pid: int) -> None:
+        os.kill(server_pid, signal.SIGTERM)
+
+    for name, action in [("MCP client goes away", disconnect), ("SIGTERM to the MCP server", terminate)]:
+        folder = workdir / name
+        folder.mkdir()
+        during, mark = anyio.run(mcp_run_then, folder, action)
+        counts[name] = len(gone(during, timeout=30)) + len(marked(mark))
+    return counts
+
+
+# --- escapes -------------------------------------------------------------------------------------
+
+
+async def _escapes(workdir: Path) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    workspace, outside = workdir / "ws", workdir / "outside"
+    workspace.mkdir()
+    outside.mkdir()
+    (outside / "secret.py").write_text(SECRET_TEXT, encoding="utf-8")
+    from mcp_server.server import create_server
+
+    async with Client(create_server(workspace)) as client:
+        os.link(outside / "secret.py", workspace / "hard.py")
+        await client.call_tool("scaffold_train_py", {"kind": "sft", "output_path": "hard.py", "overwrite": True})
+        counts["hard link written through"] = int((outside / "secret.py").read_text() != SECRET_TEXT)
+
+        outside_calls = [
+            ("lint_script", {"path": "../outside/secret.py", "fix": True}),
+            ("lint_script", {"path": str(outside / "secret.py"), "fix": True}),
+            ("lint_script", {"path": "/etc/hostname", "fix": True}),
+            ("migrate_script", {"source_path": str(outside / "secret.py")}),
+            ("launch_smoke_run", {"script_path": "../outside/secret.py"}),
+            ("check_parity", {"source_path": "../outside/secret.py"}),
+        ]
+        answered = 0
+        for name, arguments in outside_calls:
+            answered += not (await client.call_tool(name, arguments)).is_error
+        counts["outside paths answered"] = answered
+
+        race_places(workspace, outside)
+        before = sorted(p.name for p in outside.iterdir())
+        with racing(workspace, outside):
+            written = 0
+            for i in range(300):
+                result = await client.call_tool("scaffold_train_py", {"kind": "sft", "output_path": f"sub/f{i}.py"})
+                written += not result.is_error
+            print(f"  racing writes answered: {written}/300", file=sys.stderr)
+            counts["racing writes landed outside (of 300)"] = len(set(p.name for p in outside.iterdir()) - set(before))
+            escapes, outcomes = await race_reads(client, outside, rounds=40)
+        counts["racing reads/runs escaped (of 240)"] = len(escapes)
+        for escape in escapes[:5]:
+            print(f"  {escape}", file=sys.stderr)
+        print(f"  racing reads answered: { {k: f'{sum(v)}/{len(v)}' for k, v in outcomes.items()} }", file=sys.stderr)
+    return counts
+
+
+def probe_escapes(workdir: Path) -> dict[str, int]:
+    return anyio.run(_escapes, workdir)
+
+
+# --- leaks ---------------------------------------------------------------------------------------
+
+
+async def _mcp_leaks(folder: Path) -> tuple[int, int]:
+    from mcp_server.server import create_server
+
+    messages: list[str] = []
+
+    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+        messages.append(message or "")
+
+    async with Client(create_server(folder)) as client:
+        result = await client.call_tool(
+            "launch_smoke_run", {"script_path": "train.py", "timeout_s": 120}, progress_callback=on_progress
+        )
+    texts = [json.dumps(result.structured_content), *(c.text for c in result.content if hasattr(c, "text")), *messages]
+    return sum(leaked(t) for t in texts), sum("***" in t for t in texts)
+
+
+def probe_leaks(workdir: Path) -> dict[str, int]:
+    folder = workdir / "leaky"
+    folder.mkdir()
+    (folder / ".env").write_text(f"MINT_API_KEY={SENTINEL}\n", encoding="utf-8")
+    (folder / "train.py").write_text(LEAKY_SCRIPT, encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if k not in ("MINT_API_KEY", "TINKER_API_KEY")}
+    counts = {}
+    for label, flags in [("CLI JSON fields", ["--json"]), ("CLI text", [])]:
+        done = subprocess.run(
+            [CLI, "smoke", str(folder / "train.py"), "--timeout", "120", *flags],
+            capture_output=True, text=True, timeout=300, cwd=folder, env=env,
+        )  # fmt: skip
+        if flags:
+            verdict = json.loads(done.stdout)
+            counts[label] = sum(leaked(json.dumps(value)) for value in verdict.values()) + leaked(done.stderr)
+            shown = [key for key, value in verdict.items() if "***" in json.dumps(value)]
+            print(f"  the key was printed into, and redacted in: {', '.join(shown)}", file=sys.stderr)
+        else:
+            counts[label] = leaked(done.stdout) + leaked(done.stderr)
+    saved = os.getcwd()
+    os.chdir(folder)
+    for name in ("MINT_API_KEY", "TINKER_API_KEY"):
+        os.environ.pop(name, None)
+    try:
+        leaks, redacted = anyio.run(_mcp_leaks, folder)
+        print(f"  MCP texts carrying *** (result, progress): {redacted}", file=sys.stderr)
+    finally:
+        os.chdir(saved)
+    counts["MCP result + progress"] = leaks
+    return counts
+
+
+# --- main ----------------------------------------------------------------------------------------
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sources", type=int, default=500)
+    parser.add_argument("--seed", type=int, default=14)
+    parser.add_argument("--only", default="crashes,orphans,escapes,leaks")
+    parser.add_argument(
+        "--code", type=Path, help="another checkout's root (an older commit, for a baseline): the processes the "
+        "probe starts (CLI, workers, stdio MCP server) run its mcp_server/mint_local; the in-process MCP server "
+        "of escapes and leaks stays this checkout's"
+    )
+    args = parser.parse_args()
+    if args.code is not None:
+        os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(args.code.resolve()), os.environ.get("PYTHONPATH")]))
+    os.environ["TINKER_TELEMETRY"] = "0"
+    logging.disable(logging.WARNING)  # the in-process MCP server logs every refused call
+    print(f"# {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {platform.platform()}, "
+          f"{os.cpu_count()} CPUs, Python {platform.python_version()}, code: {args.code or ROOT}")  # fmt: skip
+    totals = {}
+    with tempfile.TemporaryDirectory(prefix="probe-14-") as tmp:
+        for category in args.only.split(","):
+            started = time.monotonic()
+            workdir = Path(tmp) / category
+            workdir.mkdir()
+            if category == "crashes":
+                counts = probe_crashes(args.sources, args.seed, workdir)
+                total = sum(v for k, v in counts.items() if k != "sources")
+            else:
+                counts = {"orphans": probe_orphans, "escapes": probe_escapes, "leaks": probe_leaks}[category](workdir)
+                total = sum(counts.values())
+            totals[category] = total
+            print(f"{category}: {total}  ({time.monotonic() - started:.0f} s)")
+            for key, value in counts.items():
+                print(f"  {key}: {value}")
+    print("total: " + ", ".join(f"{v} {k}" for k, v in totals.items()))
+    return 0 if not any(totals.values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
