@@ -4,6 +4,7 @@ behind, the script that prints a key into every verdict field, and the link race
 
 import contextlib
 import os
+import signal
 import subprocess
 import sys
 import time
