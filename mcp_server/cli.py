@@ -5,7 +5,9 @@ check, 2 bad usage or unreadable input. Heavy imports happen inside the subcomma
 """
 
 import argparse
+import contextlib
 import faulthandler
+import io
 import json
 import os
 import signal
@@ -395,7 +397,8 @@ def _json_anywhere(argv: list[str]) -> tuple[list[str], bool]:
 
 def main(argv: Sequence[str] | None = None) -> None:
     if hasattr(signal, "SIGUSR1"):  # `kill -USR1 <pid>` prints every thread's stack: what a stuck run is doing
-        faulthandler.register(signal.SIGUSR1, all_threads=True)
+        with contextlib.suppress(io.UnsupportedOperation, ValueError):  # stderr without a file (called in-process)
+            faulthandler.register(signal.SIGUSR1, all_threads=True)
     argv, wants_json = _json_anywhere(list(sys.argv[1:] if argv is None else argv))
     try:
         args = build_parser().parse_args(_flags_as_concepts(argv))

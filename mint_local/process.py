@@ -22,10 +22,10 @@ module pulls in neither torch nor mcp_server, which is why it lives here and mcp
 from __future__ import annotations
 
 import atexit
+import collections
 import contextlib
 import ctypes
 import os
-import queue
 import signal
 import subprocess
 import sys
@@ -41,6 +41,7 @@ PR_SET_CHILD_SUBREAPER = 36
 # Once the process has exited while others of its tree still run (and may hold the pipe open),
 # how long to keep reading before stopping them; their last lines are still collected at stop().
 LINGER_AFTER_EXIT_S = 2.0
+_POLL_S = 0.02  # how often lines() looks for new output (a sleep: no lock for Ctrl-C to interrupt)
 
 _LIVE: set[Supervised] = set()
 _OURS: dict[str, int] = {}  # tag -> pid of every process started here
@@ -104,7 +105,10 @@ class Supervised:
         self.timed_out = False
         self.cancelled = False
         self.leftovers: list[Leftover] = []
-        self._lines: queue.Queue[str | None] = queue.Queue()
+        # A deque, not a queue.Queue: Ctrl-C raises KeyboardInterrupt wherever the main thread is, and
+        # one landing just after a Queue took its lock leaves that lock held for ever (the next
+        # get() hangs). deque's append/popleft take no lock the main thread could be holding.
+        self._lines: collections.deque[str | None] = collections.deque()
         self._eof = self.popen.stdout is None
         self._reader = threading.Thread(target=self._pump, name=f"{name}-output", daemon=True)
         if self.popen.stdout is not None:
@@ -119,8 +123,8 @@ class Supervised:
         assert self.popen.stdout is not None
         with contextlib.suppress(ValueError, OSError):  # the pipe closed under us at stop()
             for line in self.popen.stdout:
-                self._lines.put(line.rstrip("\n"))
-        self._lines.put(None)
+                self._lines.append(line.rstrip("\n"))
+        self._lines.append(None)
 
     def lines(self, deadline: float | None = None, cancel: threading.Event | None = None) -> Iterator[str]:
         """Output lines as they come, until the output ends; or the process has exited and others
@@ -140,11 +144,10 @@ class Supervised:
                 exited_at = now
             if exited_at is not None and now - exited_at > LINGER_AFTER_EXIT_S and self.tree():
                 return
-            wait = 0.2 if deadline is None else max(0.0, min(0.2, deadline - now))
-            try:
-                line = self._lines.get(timeout=wait)
-            except queue.Empty:
+            if not self._lines:
+                time.sleep(_POLL_S if deadline is None else max(0.0, min(_POLL_S, deadline - now)))
                 continue
+            line = self._lines.popleft()
             if line is None:
                 self._eof = True
                 return
@@ -153,13 +156,11 @@ class Supervised:
     def drained(self) -> list[str]:
         """Lines that arrived after the last one `lines()` handed out (all of them after stop())."""
         found = []
-        while True:
-            try:
-                line = self._lines.get_nowait()
-            except queue.Empty:
-                return found
+        while self._lines:
+            line = self._lines.popleft()
             if line is not None:
                 found.append(line)
+        return found
 
     # --- state -----------------------------------------------------------------------------
 
