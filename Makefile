@@ -2,7 +2,8 @@
 #   make demo   set up, then migrate an example TRL script -> lint -> 2-step smoke run on mint-local
 #   make test   set up, then run the whole test suite
 #   make test-cookbook   tinker-cookbook's loops, recipes and weight tests against mint-local
-#                        (nightly-style: its own venv, about an hour on 2 cores; not part of make test)
+#                        (nightly-style: its own venv, about 2 hours on 2 busy cores; not part of make test;
+#                        MINT_COOKBOOK_LONG=1 adds the recipe tests that sample for hours: tests/cookbook/README.md)
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin

@@ -99,6 +99,15 @@ def build_workspace(root: Path, model_dir: Path, sft_rows: int = 2048) -> Path:
         "  - split: test\n    path: main/test.jsonl\n---\n",
         encoding="utf-8",
     )
+    # Off-policy reasoning SFT: open-thoughts/OpenThoughts3-1.2M (streamed), "conversations" of
+    # {"from": "human" | "gpt", "value"}. Its recipe test reads max_prompts=128 rows.
+    _write_jsonl(
+        root / "open-thoughts/OpenThoughts3-1.2M/train.jsonl",
+        [
+            {"conversations": [{"from": "human", "value": q}, {"from": "gpt", "value": f"<think>\n{r}\n</think>\n\n#### {a}"}]}
+            for q, a, r in _problems(128)
+        ],
+    )
     # Distillation prompts: zwhe99/DeepMath-103K, a "question" column.
     _write_jsonl(root / "zwhe99/DeepMath-103K/train.jsonl", [{"question": q, "final_answer": str(a)} for q, a, _ in train])
     # DPO: Anthropic/hh-rlhf, "chosen" / "rejected" transcripts that differ in the last reply
