@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from mcp_server.render import ScaffoldOptions, render_scaffold, scaffold_variants
+from mcp_server.render import ScaffoldOptions, render_scaffold, scaffold_variants, write_scripts
 from mcp_server.smoke import RunOutput
 
 VARIANTS = scaffold_variants()
@@ -33,9 +33,8 @@ def rendered(kind: str, loss_fn: str | None, throughput: bool = False) -> str:
 def write_script(
     directory: Path, kind: str, loss_fn: str | None, source: str | None = None, throughput: bool = False
 ) -> Path:
-    path = directory / f"train_{kind}_{loss_fn or 'default'}{'_throughput' * throughput}.py"
-    path.write_text(source if source is not None else rendered(kind, loss_fn, throughput), encoding="utf-8")
-    return path
+    name = f"train_{kind}_{loss_fn or 'default'}{'_throughput' * throughput}.py"
+    return write_scripts(directory, source if source is not None else rendered(kind, loss_fn, throughput), name)
 
 
 @pytest.fixture(scope="session")
