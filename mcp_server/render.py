@@ -72,7 +72,6 @@ THROUGHPUT_TEMPLATE = "grpo_throughput.py.j2"
 PREPARE_DATA_TEMPLATE = "prepare_data.py.j2"
 COMPANION_TEMPLATE = "mint_run.py.j2"
 COMPANION = "mint_run.py"  # written beside train.py (and prepare_data.py), which import it
-SAMPLING_KINDS = {"grpo", "distill"}
 
 
 class ScaffoldRenderError(RuntimeError):
@@ -229,7 +228,6 @@ def template_values(options: ScaffoldOptions) -> dict[str, Any]:
         "min_lr_ratio": values.pop("min_lr_ratio"),
     }
     values["data"] = (options.data or DataOptions()).model_dump()
-    values["data_mapping"] = options.data is not None
     reward = options.reward
     if reward is not None and kind != "grpo":
         raise MintMigrateError(f"a reward function belongs to the grpo kind, not {kind}.")
@@ -240,7 +238,6 @@ def template_values(options: ScaffoldOptions) -> dict[str, Any]:
         "weights": reward.weights or [1.0] * len(reward.functions),
         "kwargs": reward.kwargs,
     }
-    values["reward_style"] = reward.style if reward is not None else "plain"
     values["throughput"] = kind == "grpo" and options.throughput
     loss_fn = options.loss_fn or values.get("loss_fn")
     if kind == "sft" and loss_fn != "cross_entropy":
@@ -257,8 +254,6 @@ def template_values(options: ScaffoldOptions) -> dict[str, Any]:
             configs[loss_fn] = dict(options.loss_fn_config)
         values["loss_fn"] = loss_fn
         values["loss_fn_configs"] = configs
-    values["is_async"] = kind == "distill" or values["throughput"]
-    values["samples"] = kind in SAMPLING_KINDS
     values["header_lines"] = [_comment_line(line) for line in options.header if _comment_line(line)]
     return values
 
@@ -313,8 +308,7 @@ def write_scripts(folder: Path, train_py: str, name: str = "train.py") -> Path:
 
 def render_prepare_data(options: ScaffoldOptions) -> str:
     """prepare_data.py: the data step beside train.py (the source's dataset -> the rows train.py reads)."""
-    values = {**template_values(options), "data_mapping": True}
-    source = _environment().get_template(PREPARE_DATA_TEMPLATE).render(**values)
+    source = _environment().get_template(PREPARE_DATA_TEMPLATE).render(**template_values(options))
     check_parses(source, "the data step")
     return source
 

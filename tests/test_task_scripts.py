@@ -213,7 +213,11 @@ def test_learning_rate_schedule_matches_transformers(kind, warmup, factory, tmp_
         expected.append(optimizer.param_groups[0]["lr"])
         optimizer.step()
         scheduler.step()
-    got = [module.learning_rate_at(step, total, base) for step in range(1, total + 1)]
+    from mint import types
+
+    # As train.py calls it: its peak Adam settings and its LR_SCHEDULE constant, through mint_run.adam_at.
+    peak = types.AdamParams(learning_rate=base)
+    got = [module.adam_at(peak, step, total, module.LR_SCHEDULE).learning_rate for step in range(1, total + 1)]
     assert got == pytest.approx(expected, rel=1e-9, abs=1e-15)
 
 
@@ -223,7 +227,8 @@ def test_loss_scales_turn_the_sum_into_the_sources_average(tmp_path):
         script = tmp_path / f"train_{mode}.py"
         options = ScaffoldOptions(kind="grpo", loss_normalization=mode, max_tokens=10)
         write_scripts(script.parent, render_scaffold(options), script.name)
-        scales[mode] = load_module(script, f"scales_{mode}").loss_scales([2, 6])
+        module = load_module(script, f"scales_{mode}")
+        scales[mode] = module.loss_scales([2, 6], module.LOSS_NORMALIZATION, module.MAX_TOKENS)
     assert scales["sum"] == [1.0, 1.0]
     assert scales["token_mean"] == [1 / 8, 1 / 8]  # every token of the batch weighs the same
     assert scales["sequence_mean"] == [1 / 4, 1 / 12]  # each sequence weighs the same
