@@ -31,7 +31,7 @@ from mcp_server.endpoint import Endpoint, display_url, is_loopback
 from mcp_server.lint.context import mask_secret
 from mcp_server.pyindex import PyIndex, string_value
 from mcp_server.pyparse import PythonSyntaxError, parse_ast
-from mcp_server.render import COMPANION
+from mcp_server.render import COMPANION, imports_companion
 
 MINT_DEFAULT_BASE_URL = sdk_facts.MINT_DEFAULT_BASE_URL  # what mindlab-toolkit 0.2.0 falls back to
 PINNED_TINKER = sdk_facts.TINKER_VERSION
@@ -586,7 +586,11 @@ def _tokenizer_check(model: str | None, served: list[str] | None, base_url: str 
 
 def _script_checks(script: Path) -> list[PreflightCheck]:
     """The script's lint, and for a mint-migrate train.py the mint_run.py it imports: there, and linted too."""
-    if not imports_companion(script):
+    try:
+        source = script.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        source = ""
+    if not imports_companion(source):
         return [_lint_check(script)]
     companion = script.parent / COMPANION
     if not companion.is_file():
@@ -600,17 +604,6 @@ def _script_checks(script: Path) -> list[PreflightCheck]:
     return [_lint_check(script), PreflightCheck(
         name="companion", status="ok", message=f"{COMPANION} is beside {script.name} (linted below).",
     ), _lint_check(companion, name="lint-companion")]
-
-
-def imports_companion(script: Path) -> bool:
-    """Whether the script imports mint_run (a train.py written by mint-migrate)."""
-    tree = _parse_py(script)
-    module = COMPANION.removesuffix(".py")
-    return tree is not None and any(
-        (isinstance(node, ast.ImportFrom) and node.module == module)
-        or (isinstance(node, ast.Import) and any(alias.name == module for alias in node.names))
-        for node in ast.walk(tree)
-    )
 
 
 def _lint_check(script: Path, name: str = "lint") -> PreflightCheck:

@@ -8,6 +8,7 @@ templates only through the `py` filter, which writes Python literals: a base mod
 become code.
 """
 
+import ast
 import json
 import math
 import os
@@ -294,6 +295,30 @@ def render_companion() -> str:
     source = _environment().get_template(COMPANION_TEMPLATE).render()
     check_parses(source, COMPANION)
     return source
+
+
+def imports_companion(source: str) -> bool:
+    """Whether a script imports mint_run (a train.py or prepare_data.py written by mint-migrate)."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return False
+    module = COMPANION.removesuffix(".py")
+    return any(
+        (isinstance(node, ast.ImportFrom) and node.module == module)
+        or (isinstance(node, ast.Import) and any(alias.name == module for alias in node.names))
+        for node in ast.walk(tree)
+    )
+
+
+def with_companion(script: Path) -> str:
+    """A script's text, followed by its mint_run.py's when it imports one that sits beside it: where a
+    mint-migrate train.py's common flags (--smoke, --steps, --log-dir, --parity-dump, ...) are defined."""
+    text = script.read_text(encoding="utf-8", errors="replace")
+    companion = script.parent / COMPANION
+    if imports_companion(text) and companion.is_file():
+        text += "\n" + companion.read_text(encoding="utf-8", errors="replace")
+    return text
 
 
 def write_scripts(folder: Path, train_py: str, name: str = "train.py") -> Path:

@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 from mcp_server.parity.records import SequenceRecord, SideRecord
+from mcp_server.render import with_companion
 from mcp_server.smoke import LOCAL_API_KEY, local_server, redact
 from mint_local.process import run_to_end
 
@@ -31,7 +32,7 @@ def is_rl_script(script: Path) -> bool:
 
 
 def _accepts(script: Path, flag: str) -> bool:
-    text = script.read_text(encoding="utf-8", errors="replace")
+    text = with_companion(script)  # a mint-migrate train.py's common flags are in its mint_run.py
     return re.search(rf"""["']{re.escape(flag)}["']""", text) is not None
 
 
