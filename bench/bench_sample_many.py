@@ -90,10 +90,10 @@ def start_latency_proxy(upstream: str, latency_s: float) -> tuple[str, subproces
 
 def load_scaffold_helpers():
     """The async helpers exactly as a user gets them: render the grpo throughput variant and import it."""
-    from mcp_server.render import ScaffoldOptions, render_scaffold
+    from mcp_server.render import ScaffoldOptions, render_scaffold, write_scripts
 
-    path = Path(tempfile.mkdtemp(prefix="bench-scaffold-")) / "train.py"
-    path.write_text(render_scaffold(ScaffoldOptions(kind="grpo", throughput=True)), encoding="utf-8")
+    folder = Path(tempfile.mkdtemp(prefix="bench-scaffold-"))  # train.py imports mint_run.py beside it
+    path = write_scripts(folder, render_scaffold(ScaffoldOptions(kind="grpo", throughput=True)))
     spec = importlib.util.spec_from_file_location("bench_grpo_scaffold", path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module

@@ -218,11 +218,9 @@ GRPO_ROWS = [
 def grpo_run(server: LocalServer, work: Path, max_tokens: int) -> dict:
     """The GRPO scaffold, 2 steps of 4 groups x 4 answers: wall time of the whole script, and the
     server's CPU seconds during it."""
-    from mcp_server.render import ScaffoldOptions, render_scaffold
+    from mcp_server.render import ScaffoldOptions, render_scaffold, write_scripts
 
-    work.mkdir(parents=True, exist_ok=True)
-    script = work / "train.py"
-    script.write_text(render_scaffold(ScaffoldOptions(kind="grpo", base_model=server.model_name)))
+    script = write_scripts(work, render_scaffold(ScaffoldOptions(kind="grpo", base_model=server.model_name)))
     data = work / "rows.jsonl"
     data.write_text("".join(json.dumps(r) + "\n" for r in GRPO_ROWS))
     env = dict(os.environ, MINT_BASE_URL=server.base_url, MINT_API_KEY=API_KEY, TINKER_TELEMETRY="0")

@@ -21,7 +21,7 @@ from mcp_server import __version__
 from mcp_server.errors import MintMigrateError
 from mcp_server.frameworks import framework_list
 from mcp_server.params import SCAFFOLD_INTERNAL, add_flags, values_from_flags
-from mcp_server.render import ScaffoldOptions
+from mcp_server.render import COMPANION, ScaffoldOptions
 from mcp_server.workspace import ANYWHERE, user_path
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
@@ -99,9 +99,13 @@ def _cmd_scaffold(args: argparse.Namespace) -> int:
 
     def human() -> str:
         if result.path:
-            return f"Wrote {result.path}\nNext: mint-migrate lint {result.path} && mint-migrate smoke {result.path}"
+            return (f"Wrote {result.path} and {result.companion_path} (the plumbing train.py imports: keep them "
+                    f"together)\nNext: mint-migrate lint {result.path} && mint-migrate smoke {result.path}")
         return result.source
 
+    if not result.path and not args.json:  # stdout is train.py alone, so it can be redirected into a file
+        print(f"note: this train.py imports {COMPANION}, which is not printed; --out DIR/train.py writes both.",
+              file=sys.stderr)
     _emit(result, args.json, human)
     return EXIT_OK
 
@@ -133,7 +137,7 @@ def _cmd_migrate(args: argparse.Namespace) -> int:
         if plan.files_written:
             lines.append("wrote: " + ", ".join(plan.files_written))
         else:
-            lines.append("Nothing written; add --out DIR for train.py and MIGRATION.md.")
+            lines.append(f"Nothing written; add --out DIR for train.py, {COMPANION} and MIGRATION.md.")
         return "\n".join(lines)
 
     _emit(result, args.json, human)
@@ -306,17 +310,17 @@ def build_parser() -> argparse.ArgumentParser:
     json_flag(p)
     p.set_defaults(run=_cmd_map)
 
-    p = sub.add_parser("scaffold", help="write a runnable MinT train.py for a training kind")
+    p = sub.add_parser("scaffold", help="write a runnable MinT train.py (and the mint_run.py it imports) for a kind")
     add_flags(p, ScaffoldOptions, exclude=SCAFFOLD_INTERNAL)  # the same arguments as the MCP tool
-    p.add_argument("--out", help="write here instead of printing")
-    p.add_argument("--force", action="store_true", help="overwrite --out if it exists")
+    p.add_argument("--out", help="write train.py here, and mint_run.py beside it, instead of printing")
+    p.add_argument("--force", action="store_true", help="overwrite --out and the mint_run.py beside it if they exist")
     json_flag(p)
     p.set_defaults(run=_cmd_scaffold)
 
     p = sub.add_parser("migrate", help="plan a migration; with --out write train.py, MIGRATION.md and the data step")
     p.add_argument("source", help="training script, launch script or config (python, shell, YAML)")
     p.add_argument("--config", action="append", default=[], metavar="FILE", help="companion file (repeatable)")
-    p.add_argument("--out", metavar="DIR", help="write train.py and MIGRATION.md here")
+    p.add_argument("--out", metavar="DIR", help="write train.py, mint_run.py and MIGRATION.md here")
     p.add_argument("--force", action="store_true", help="overwrite files in --out")
     json_flag(p)
     p.set_defaults(run=_cmd_migrate)

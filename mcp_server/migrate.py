@@ -1,5 +1,5 @@
-"""The migrate engine: analyze the inputs, render train.py, its companions (the data step, the
-reward functions copied out of a training script) and MIGRATION.md, and write them only when asked
+"""The migrate engine: analyze the inputs, render train.py, its companions (mint_run.py, the plumbing
+train.py imports; the data step; the reward functions copied out of a training script) and MIGRATION.md, and write them only when asked
 to. The MCP tool `migrate_script` and the CLI `mint-migrate migrate` both call `migrate`."""
 
 from pathlib import Path
@@ -12,8 +12,10 @@ from mcp_server.analyze import analyze_inputs
 from mcp_server.analyze.extract import extract_functions
 from mcp_server.plan import Construct, MigrationPlan
 from mcp_server.render import (
+    COMPANION,
     EXTRACTED_REWARDS,
     plan_options,
+    render_companion,
     render_prepare_data,
     render_scaffold,
     train_py_constants,
@@ -30,22 +32,24 @@ class MigrationResult(BaseModel):
     )
     companions: dict[str, str] = Field(
         default_factory=dict,
-        description="Files written beside train.py: prepare_data.py (the data step), rewards.py (reward functions "
-        "copied out of the training script).",
+        description="Files written beside train.py: mint_run.py (the plumbing train.py imports, the same for "
+        "every kind), prepare_data.py (the data step), rewards.py (reward functions copied out of the training "
+        "script).",
     )
 
 
 def migrate(
     source_path: Path, config_paths: list[Path], *, output_dir: str | None, workspace: Path, overwrite: bool
 ) -> MigrationResult:
-    """Plan the migration; with `output_dir`, also write DIR/train.py, DIR/MIGRATION.md and the task's
-    companions (inside the workspace): prepare_data.py (the data step) and rewards.py (reward
-    functions copied out of a training script that cannot be imported on MinT)."""
+    """Plan the migration; with `output_dir`, also write DIR/train.py, DIR/MIGRATION.md and the
+    companions (inside the workspace): mint_run.py (the plumbing train.py imports), prepare_data.py
+    (the data step) and rewards.py (reward functions copied out of a training script that cannot be
+    imported on MinT)."""
     analysis = analyze_inputs(Path(source_path), [Path(p) for p in config_paths])
     plan = analysis.plan
     out = ws.resolve_output(output_dir, workspace, overwrite=True) if output_dir is not None else None
     options = plan_options(plan, out)
-    files = {"train.py": render_scaffold(options)}
+    files = {"train.py": render_scaffold(options), COMPANION: render_companion()}
     if plan.data is not None and plan.data.source:
         files["prepare_data.py"] = render_prepare_data(options)
     reward = plan.reward

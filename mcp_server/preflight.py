@@ -31,6 +31,7 @@ from mcp_server.endpoint import Endpoint, display_url, is_loopback
 from mcp_server.lint.context import mask_secret
 from mcp_server.pyindex import PyIndex, string_value
 from mcp_server.pyparse import PythonSyntaxError, parse_ast
+from mcp_server.render import COMPANION, imports_companion
 from mcp_server.workspace import read_text_checked
 
 MINT_DEFAULT_BASE_URL = sdk_facts.MINT_DEFAULT_BASE_URL  # what mindlab-toolkit 0.2.0 falls back to
@@ -104,7 +105,7 @@ def run_preflight(script_path: Path | None = None, *, target: Target = "remote")
         model = found[0] if found else None
         checks.append(_base_model_check(script_path, found, capabilities, base_url))
         checks.append(_tokenizer_check(model, capabilities, base_url))
-        checks.append(_lint_check(script_path))
+        checks += _script_checks(script_path)
     return PreflightReport(
         ok=all(c.status != "fail" for c in checks),
         target="remote",
@@ -124,7 +125,7 @@ def _local(script_path: Path | None) -> PreflightReport:
     )
     checks = [_python(), _toolkit(), _tinker(), sk_bug, _cookbook(), _mint_local()]
     if script_path is not None:
-        checks.append(_lint_check(script_path))
+        checks += _script_checks(script_path)
     return PreflightReport(ok=all(c.status != "fail" for c in checks), target="local", checks=checks)
 
 
@@ -584,19 +585,41 @@ def _tokenizer_check(model: str | None, served: list[str] | None, base_url: str 
     )
 
 
-def _lint_check(script: Path) -> PreflightCheck:
+def _script_checks(script: Path) -> list[PreflightCheck]:
+    """The script's lint, and for a mint-migrate train.py the mint_run.py it imports: there, and linted too."""
+    try:
+        source = read_text_checked(script)  # through the MCP read fence when one is active
+    except (OSError, UnicodeDecodeError):
+        source = ""
+    if not imports_companion(source):
+        return [_lint_check(script)]
+    companion = script.parent / COMPANION
+    if not companion.is_file():
+        return [_lint_check(script), PreflightCheck(
+            name="companion", status="fail",
+            message=f"{script.name} imports {COMPANION}, which is not beside it ({companion}): the script stops at "
+            "start-up. mint-migrate writes the two together (the plumbing every kind shares lives in it).",
+            fix=f"Copy {COMPANION} from the folder mint-migrate wrote {script.name} to, or write a fresh one with "
+            f"`mint-migrate scaffold KIND --out NEW_DIR/train.py` and copy its {COMPANION} beside {script.name}.",
+        )]
+    return [_lint_check(script), PreflightCheck(
+        name="companion", status="ok", message=f"{COMPANION} is beside {script.name} (linted below).",
+    ), _lint_check(companion, name="lint-companion")]
+
+
+def _lint_check(script: Path, name: str = "lint") -> PreflightCheck:
     from mcp_server.lint import lint_path
 
     report = lint_path(script)
     if report.parse_error:
-        return PreflightCheck(name="lint", status="fail", message=f"{script.name} does not parse: {report.parse_error}.",
+        return PreflightCheck(name=name, status="fail", message=f"{script.name} does not parse: {report.parse_error}.",
                               fix="Fix the syntax error, then run mint-migrate lint.")
     if not report.findings:
-        return PreflightCheck(name="lint", status="ok", message=f"{script.name}: no MinT pitfalls found.")
+        return PreflightCheck(name=name, status="ok", message=f"{script.name}: no MinT pitfalls found.")
     first = ", ".join(f"{f.id} line {f.line}" for f in report.findings[:5])
     more = f" and {len(report.findings) - 5} more" if len(report.findings) > 5 else ""
     return PreflightCheck(
-        name="lint",
+        name=name,
         status="fail" if report.errors else "warn",
         message=f"{script.name}: {report.errors} error(s), {report.warnings} warning(s): {first}{more}.",
         fix=f"mint-migrate lint {script}  (add --fix for the safe fixes)",

@@ -1,11 +1,14 @@
 """Scaffolds -> train.py: render a jinja2 template from options (or a MigrationPlan), check it parses.
 
-One template per kind lives in scaffolds/ (sft, grpo, dpo, distill); the helpers every kind shares
-(.env loading, tokenizer, JSONL data, METRIC logging, checkpoint/resume, async sampling) are
-partials included into each, so every rendered train.py stands alone. Values reach the template
-only through the `py` filter, which writes Python literals: a base model name can never become code.
+One template per kind lives in scaffolds/ (sft, grpo, dpo, distill); the plumbing every kind shares
+(.env loading, tokenizer, data, schedule, reward adapters, METRIC logging, checkpoint/resume, async
+sampling) is rendered once, from the partials, into the companion mint_run.py that is written beside
+train.py and is the same for every kind: train.py imports it and keeps the recipe. Values reach the
+templates only through the `py` filter, which writes Python literals: a base model name can never
+become code.
 """
 
+import ast
 import json
 import math
 import os
@@ -18,7 +21,7 @@ from pydantic import BaseModel, Field, ValidationError
 from mcp_server.errors import MintMigrateError
 from mcp_server.plan import LossFn, LossNormalization, LrSchedule, MigrationPlan, RewardStyle, ScaffoldKind
 from mcp_server.sdk_facts import DEFAULT_BASE_MODEL, RL_LOSSES, loss_fn_config_defaults
-from mcp_server.workspace import write_text
+from mcp_server.workspace import read_text_checked, resolve_output, write_text
 
 # loss_fn_config each RL loss gets unless the caller gives one. ppo/cispo take ratio bounds
 # (clip_low_threshold/clip_high_threshold), dro a beta: values and reasons in sdk_facts.
@@ -68,7 +71,8 @@ COMMON_DEFAULTS: dict[str, Any] = {
 TEMPLATES = {"sft": "sft.py.j2", "grpo": "grpo.py.j2", "dpo": "dpo.py.j2", "distill": "distill.py.j2"}
 THROUGHPUT_TEMPLATE = "grpo_throughput.py.j2"
 PREPARE_DATA_TEMPLATE = "prepare_data.py.j2"
-SAMPLING_KINDS = {"grpo", "distill"}
+COMPANION_TEMPLATE = "mint_run.py.j2"
+COMPANION = "mint_run.py"  # written beside train.py (and prepare_data.py), which import it
 
 
 class ScaffoldRenderError(RuntimeError):
@@ -152,6 +156,10 @@ class ScaffoldResult(BaseModel):
     kind: ScaffoldKind
     source: str
     path: str | None = Field(default=None, description="Where the source was written, if it was.")
+    companion_source: str = Field(
+        description=f"{COMPANION}: the plumbing train.py imports (the same for every kind); it goes beside train.py."
+    )
+    companion_path: str | None = Field(default=None, description=f"Where {COMPANION} was written, if it was.")
 
 
 def py_literal(value: Any, indent: int = 0) -> str:
@@ -221,7 +229,6 @@ def template_values(options: ScaffoldOptions) -> dict[str, Any]:
         "min_lr_ratio": values.pop("min_lr_ratio"),
     }
     values["data"] = (options.data or DataOptions()).model_dump()
-    values["data_mapping"] = options.data is not None
     reward = options.reward
     if reward is not None and kind != "grpo":
         raise MintMigrateError(f"a reward function belongs to the grpo kind, not {kind}.")
@@ -232,7 +239,6 @@ def template_values(options: ScaffoldOptions) -> dict[str, Any]:
         "weights": reward.weights or [1.0] * len(reward.functions),
         "kwargs": reward.kwargs,
     }
-    values["reward_style"] = reward.style if reward is not None else "plain"
     values["throughput"] = kind == "grpo" and options.throughput
     loss_fn = options.loss_fn or values.get("loss_fn")
     if kind == "sft" and loss_fn != "cross_entropy":
@@ -249,8 +255,6 @@ def template_values(options: ScaffoldOptions) -> dict[str, Any]:
             configs[loss_fn] = dict(options.loss_fn_config)
         values["loss_fn"] = loss_fn
         values["loss_fn_configs"] = configs
-    values["is_async"] = kind == "distill" or values["throughput"]
-    values["samples"] = kind in SAMPLING_KINDS
     values["header_lines"] = [_comment_line(line) for line in options.header if _comment_line(line)]
     return values
 
@@ -285,10 +289,53 @@ def render_scaffold(options: ScaffoldOptions) -> str:
     return source
 
 
+@cache
+def render_companion() -> str:
+    """mint_run.py: the plumbing every train.py (and prepare_data.py) imports; one text for every kind."""
+    source = _environment().get_template(COMPANION_TEMPLATE).render()
+    check_parses(source, COMPANION)
+    return source
+
+
+def imports_companion(source: str) -> bool:
+    """Whether a script imports mint_run (a train.py or prepare_data.py written by mint-migrate)."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return False
+    module = COMPANION.removesuffix(".py")
+    return any(
+        (isinstance(node, ast.ImportFrom) and node.module == module)
+        or (isinstance(node, ast.Import) and any(alias.name == module for alias in node.names))
+        for node in ast.walk(tree)
+    )
+
+
+def with_companion(script: Path, text: str | None = None) -> str:
+    """A script's text (`text` when already read), followed by its mint_run.py's when it imports one
+    that sits beside it: where a mint-migrate train.py's common flags (--smoke, --steps, --log-dir,
+    --parity-dump, ...) are defined. Both are read through the MCP read fence when one is active."""
+    if text is None:
+        text = read_text_checked(script, errors="replace")
+    companion = script.parent / COMPANION
+    if imports_companion(text) and companion.is_file():
+        text += "\n" + read_text_checked(companion, errors="replace")
+    return text
+
+
+def write_scripts(folder: Path, train_py: str, name: str = "train.py") -> Path:
+    """Write a rendered train.py and its mint_run.py into `folder` (made if missing; no workspace
+    fence: for benchmarks and tests that render into a folder of their own). Returns train.py's path."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / COMPANION).write_text(render_companion(), encoding="utf-8")
+    path = folder / name
+    path.write_text(train_py, encoding="utf-8")
+    return path
+
+
 def render_prepare_data(options: ScaffoldOptions) -> str:
     """prepare_data.py: the data step beside train.py (the source's dataset -> the rows train.py reads)."""
-    values = {**template_values(options), "data_mapping": True}
-    source = _environment().get_template(PREPARE_DATA_TEMPLATE).render(**values)
+    source = _environment().get_template(PREPARE_DATA_TEMPLATE).render(**template_values(options))
     check_parses(source, "the data step")
     return source
 
@@ -436,9 +483,15 @@ def train_py_constants(options: ScaffoldOptions) -> dict[str, Any]:
 
 
 def scaffold(options: ScaffoldOptions, *, output_path: str | None, workspace: Path, overwrite: bool) -> ScaffoldResult:
-    """Render; write to output_path (inside the workspace, never over a file unasked) when given."""
-    source = render_scaffold(options)
-    written = None
+    """Render; with output_path, write train.py there and mint_run.py beside it (inside the workspace,
+    never over a file unasked: both are checked before either is written)."""
+    source, companion = render_scaffold(options), render_companion()
+    result = ScaffoldResult(kind=options.kind, source=source, companion_source=companion)
     if output_path is not None:
-        written = str(write_text(output_path, source, workspace, overwrite=overwrite))
-    return ScaffoldResult(kind=options.kind, source=source, path=written)
+        target = resolve_output(output_path, workspace, overwrite=overwrite)
+        beside = resolve_output(target.parent / COMPANION, workspace, overwrite=overwrite)
+        if beside == target:
+            raise MintMigrateError(f"train.py cannot be called {COMPANION}: that is the name of the file beside it.")
+        result.path = str(write_text(target, source, workspace, overwrite=overwrite))
+        result.companion_path = str(write_text(beside, companion, workspace, overwrite=overwrite))
+    return result

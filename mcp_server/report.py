@@ -68,6 +68,10 @@ def render_report(plan: MigrationPlan, tinker_fixes: list[Construct] | None = No
         "Every value below names the line it was read from. A setting the inputs do not state is left "
         "empty, never guessed; where the source framework has a default it is listed separately.",
         "",
+        "train.py holds the recipe and its settings; `mint_run.py` beside it holds the plumbing it imports "
+        "(command line, data loading, schedule, reward adapters, logging, checkpoints and resume), the same "
+        "file for every kind. Keep the two together: train.py stops with a clear message without it.",
+        "",
         "## Run it",
         "",
         "```bash",

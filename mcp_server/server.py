@@ -118,9 +118,11 @@ def create_server(workspace: Path | None = None) -> MCPServer:
         return concepts.map_concept(framework, concept)
 
     async def scaffold_train_py(**arguments) -> ScaffoldResult:
-        """Render a complete, runnable MinT train.py for a training kind. The source is checked
-        to parse before it is returned; it is written only when output_path is given. Every
-        tuning argument only sets the default of the script's matching command-line flag."""
+        """Render a complete, runnable MinT train.py for a training kind, and mint_run.py, the
+        plumbing it imports (the same file for every kind; it goes beside train.py). Both are checked
+        to parse before they are returned (source, companion_source); they are written only when
+        output_path is given, mint_run.py beside it. Every tuning argument only sets the default of
+        the script's matching command-line flag."""
         from mcp_server.render import scaffold
 
         output_path, overwrite = arguments.pop("output_path"), arguments.pop("overwrite")
@@ -138,14 +140,16 @@ def create_server(workspace: Path | None = None) -> MCPServer:
                 "output_path",
                 Parameter.KEYWORD_ONLY,
                 annotation=Annotated[
-                    str | None, Field(description="Write the script here (inside the workspace); omit to only return it.")
+                    str | None,
+                    Field(description="Write the script here and mint_run.py beside it (inside the workspace); "
+                          "omit to only return them."),
                 ],
                 default=None,
             ),
             Parameter(
                 "overwrite",
                 Parameter.KEYWORD_ONLY,
-                annotation=Annotated[bool, Field(description="Replace an existing file at output_path.")],
+                annotation=Annotated[bool, Field(description="Replace an existing file at output_path (and mint_run.py).")],
                 default=False,
             ),
         ],
@@ -174,12 +178,14 @@ def create_server(workspace: Path | None = None) -> MCPServer:
         ] = [],  # noqa: B006 - pydantic copies defaults
         output_dir: Annotated[
             str | None,
-            Field(description="Write train.py and MIGRATION.md here (inside the workspace); omit to only plan."),
+            Field(description="Write train.py, mint_run.py (the plumbing it imports) and MIGRATION.md here "
+                  "(inside the workspace); omit to only plan."),
         ] = None,
         overwrite: Annotated[bool, Field(description="Replace existing files in output_dir.")] = False,
     ) -> MigrationResult:
         """Analyze a training setup (any framework mint-migrate reads: see map_concept) into a
-        migration plan (every setting traced to file:line), a MinT train.py and a MIGRATION.md report."""
+        migration plan (every setting traced to file:line), a MinT train.py with mint_run.py (the plumbing
+        it imports; in companions) and a MIGRATION.md report."""
         from mcp_server.migrate import migrate
 
         roots = await fenced(ctx)

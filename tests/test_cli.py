@@ -147,7 +147,10 @@ def test_output_cut_short_by_a_closed_pipe_is_quiet():
 def test_out_paths_are_relative_to_the_working_directory(tmp_path):
     done = run("scaffold", "sft", "--out", "nested/train.py", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    assert (tmp_path / "nested" / "train.py").is_file()
+    assert (tmp_path / "nested" / "train.py").is_file() and (tmp_path / "nested" / "mint_run.py").is_file()
+    assert "mint_run.py" in done.stdout and "keep them together" in done.stdout
+    printed = run("scaffold", "sft", cwd=tmp_path)  # stdout is train.py alone; stderr says what is missing
+    assert printed.stdout.startswith("#!/usr/bin/env python3") and "--out DIR/train.py writes both" in printed.stderr
     again = run("scaffold", "sft", "--out", "nested/train.py", "--json", cwd=tmp_path)
     assert again.returncode == 2 and "--force" in json.loads(again.stdout)["error"]
     forced = run("scaffold", "sft", "--out", str(tmp_path / "nested" / "train.py"), "--force", cwd=tmp_path.parent)

@@ -1119,3 +1119,12 @@ def test_rendered_scaffolds_use_only_real_sdk_names(kind: str) -> None:
     checker = check_source(source, f"render_scaffold({kind})")
     assert not checker.errors, "\n".join(checker.errors)
     assert checker.calls_checked >= 5, f"{kind}: the rendered train.py makes almost no SDK calls the checker saw"
+
+
+def test_the_rendered_companion_uses_only_real_sdk_names() -> None:
+    """mint_run.py, which every train.py imports: its checkpoint, resume and sampling calls."""
+    from mcp_server.render import render_companion
+
+    checker = check_source(render_companion(), "render_companion()")
+    assert not checker.errors, "\n".join(checker.errors)
+    assert checker.calls_checked >= 5, "mint_run.py makes almost no SDK calls the checker saw"

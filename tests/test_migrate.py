@@ -73,7 +73,9 @@ def test_output_dir_gets_train_py_and_report_and_refuses_to_overwrite(tmp_path):
     result = migrate(SFT_CASE / "sft_capybara.py", [], output_dir="out", workspace=tmp_path, overwrite=False)
     train, report = tmp_path / "out" / "train.py", tmp_path / "out" / "MIGRATION.md"
     prepare = tmp_path / "out" / "prepare_data.py"  # the data step: trl-lib/Capybara -> train.jsonl
-    assert result.plan.files_written == [str(train), str(prepare), str(report)]
+    companion = tmp_path / "out" / "mint_run.py"  # the plumbing train.py and prepare_data.py import
+    assert result.plan.files_written == [str(train), str(companion), str(prepare), str(report)]
+    assert companion.read_text() == result.companions["mint_run.py"]
     assert train.read_text() == result.train_py and report.read_text() == result.report
     assert prepare.read_text() == result.companions["prepare_data.py"] and '"trl-lib/Capybara"' in prepare.read_text()
     # The chosen values are the script's defaults.
@@ -81,9 +83,11 @@ def test_output_dir_gets_train_py_and_report_and_refuses_to_overwrite(tmp_path):
     assert "LORA_RANK = 32" in result.train_py
 
     report.write_text("edited by hand")
+    companion.write_text("# edited by hand")
     with pytest.raises(WouldOverwrite):
         migrate(SFT_CASE / "sft_capybara.py", [], output_dir="out", workspace=tmp_path, overwrite=False)
     assert report.read_text() == "edited by hand"  # all or nothing: neither file was touched
+    assert companion.read_text() == "# edited by hand"
     migrate(SFT_CASE / "sft_capybara.py", [], output_dir="out", workspace=tmp_path, overwrite=True)
     assert report.read_text().startswith("# Migration to MinT")
 

@@ -107,13 +107,19 @@ def test_chat_template_applied_twice_is_reported(tmp_path):
     train = set_constant(migrated(SFT_CHAT, tmp_path), "TRAIN_ON", '"all"')
     break_with(
         train,
+        # The prompt helpers live in mint_run.py beside train.py: the bug goes into the one they call.
         '''
-_chat_text_once = chat_text
+import mint_run
+
+_chat_text_once = mint_run.chat_text
 
 
-def chat_text(tokenizer, messages, *, add_generation_prompt):
+def _chat_text_twice(tokenizer, messages, *, add_generation_prompt):
     once = _chat_text_once(tokenizer, messages, add_generation_prompt=add_generation_prompt)
     return _chat_text_once(tokenizer, [{"role": "user", "content": once}], add_generation_prompt=add_generation_prompt)
+
+
+mint_run.chat_text = _chat_text_twice
 ''',
     )
     report = check_parity(SFT_CHAT, train=train, rows=4)

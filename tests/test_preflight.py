@@ -422,3 +422,28 @@ def test_cookbook_version_bound():
     assert _version_tuple("0.4.2") > MAX_COOKBOOK
     assert _version_tuple("0.6.1") > MAX_COOKBOOK
     assert _version_tuple("0.4.1.dev3") <= MAX_COOKBOOK
+
+
+def test_a_train_py_and_its_companion_are_checked_together(clean_env, tmp_path):
+    """A mint-migrate train.py imports mint_run.py: preflight says when it is missing, and lints it too."""
+    from mcp_server.render import COMPANION, ScaffoldOptions, render_scaffold, write_scripts
+
+    script = write_scripts(tmp_path, render_scaffold(ScaffoldOptions(kind="grpo")))
+    checks = by_name(run_preflight(script, target="local"))
+    assert checks["companion"].status == "ok" and checks["lint"].status == "ok"
+    assert checks["lint-companion"].status == "ok" and COMPANION in checks["lint-companion"].message
+    # A pitfall put into the companion is found there, not only in train.py.
+    companion = tmp_path / COMPANION
+    companion.write_text(companion.read_text() + "\nBAD = types.SamplingParams(stop_token_ids=[1])\n")
+    check = by_name(run_preflight(script, target="local"))["lint-companion"]
+    assert check.status == "fail" and "MINT001" in check.message
+    # train.py copied somewhere without it: a failed check that says what to do.
+    companion.unlink()
+    report = run_preflight(script, target="local")
+    check = by_name(report)["companion"]
+    assert not report.ok and check.status == "fail" and "is not beside it" in check.message
+    assert f"copy its {COMPANION}" in check.fix and "lint-companion" not in by_name(report)
+    # A script that is not a mint-migrate train.py has no companion check.
+    other = tmp_path / "other.py"
+    other.write_text("import mint\n", encoding="utf-8")
+    assert "companion" not in by_name(run_preflight(other, target="local"))

@@ -1,8 +1,9 @@
-"""render.py: options and plans -> one self-contained, parseable train.py per kind (no server needed)."""
+"""render.py: options and plans -> a parseable train.py per kind, and the mint_run.py beside it (no server needed)."""
 
 import ast
 import builtins
 import json
+from pathlib import Path
 
 import libcst
 import pytest
@@ -10,12 +11,15 @@ import pytest
 from mcp_server.errors import MintMigrateError, OutsideWorkspace, WouldOverwrite
 from mcp_server.plan import MigrationPlan, MintChoices, Setting, Settings
 from mcp_server.render import (
+    COMPANION,
     DEFAULT_LOSS_FN_CONFIGS,
     ScaffoldOptions,
     ScaffoldRenderError,
     check_parses,
     py_literal,
+    render_companion,
     render_plan,
+    render_prepare_data,
     render_scaffold,
     scaffold,
     scaffold_variants,
@@ -55,19 +59,30 @@ def constants(source: str) -> dict[str, object]:
     return found
 
 
+def companion_imports(source: str) -> set[str]:
+    """The names a train.py imports from mint_run.py."""
+    tree = ast.parse(source)
+    return {a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module == "mint_run" for a in n.names}
+
+
+def program(source: str) -> str:
+    """What runs: a train.py and the mint_run.py it imports."""
+    return source + "\n" + render_companion()
+
+
 def function_names(source: str) -> set[str]:
     return {n.name for n in ast.walk(ast.parse(source)) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
 
 
 @pytest.mark.parametrize(("kind", "loss_fn", "throughput"), VARIANTS)
-def test_every_kind_and_loss_renders_one_parseable_self_contained_script(kind, loss_fn, throughput):
-    source = render_scaffold(ScaffoldOptions(kind=kind, loss_fn=loss_fn, throughput=throughput))
-    libcst.parse_module(source)
+def test_every_kind_and_loss_renders_one_parseable_script_and_its_companion(kind, loss_fn, throughput):
+    train_py = render_scaffold(ScaffoldOptions(kind=kind, loss_fn=loss_fn, throughput=throughput))
+    libcst.parse_module(train_py)
+    source = program(train_py)  # the flags and SDK calls below may live in either file
     tree = ast.parse(source)
-    imported = {alias.asname or alias.name for n in ast.walk(tree) if isinstance(n, ast.Import) for alias in n.names}
     from_imports = {(n.module, a.name) for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) for a in n.names}
-    assert "mint" in imported and ("mint", "types") in from_imports
-    # Self-contained: no jinja left, nothing imported from this project.
+    assert ("mint", "types") in from_imports and companion_imports(train_py)
+    # Only mint-migrate's companion beside it: no jinja left, nothing imported from this project.
     assert "{{" not in source and "{%" not in source
     assert not any(m and m.startswith(("mcp_server", "mint_local", "scaffolds")) for m, _ in from_imports)
     for flag in COMMON_FLAGS + KIND_FLAGS[kind + "-throughput" * throughput]:
@@ -93,7 +108,12 @@ def test_every_kind_and_loss_renders_one_parseable_self_contained_script(kind, l
 
 @pytest.mark.parametrize(("kind", "loss_fn", "throughput"), VARIANTS)
 def test_rendered_scripts_use_every_name_they_import_and_keep_lines_short(kind, loss_fn, throughput):
-    source = render_scaffold(ScaffoldOptions(kind=kind, loss_fn=loss_fn, throughput=throughput))
+    train_py = render_scaffold(ScaffoldOptions(kind=kind, loss_fn=loss_fn, throughput=throughput))
+    for source in (train_py, render_companion()):
+        check_imports_used_and_lines_short(source, kind)
+
+
+def check_imports_used_and_lines_short(source: str, kind: str) -> None:
     tree = ast.parse(source)
     imported = set()
     for node in ast.walk(tree):
@@ -111,7 +131,15 @@ def test_rendered_scripts_use_every_name_they_import_and_keep_lines_short(kind, 
 @pytest.mark.parametrize(("kind", "loss_fn", "throughput"), VARIANTS)
 def test_every_name_a_scaffold_calls_is_defined_imported_or_builtin(kind, loss_fn, throughput):
     """A helper a scaffold calls but no partial defines would be a NameError mid-run."""
-    tree = ast.parse(render_scaffold(ScaffoldOptions(kind=kind, loss_fn=loss_fn, throughput=throughput)))
+    train_py = render_scaffold(ScaffoldOptions(kind=kind, loss_fn=loss_fn, throughput=throughput))
+    companion = ast.parse(render_companion())
+    provided = {n.name for n in companion.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+    assert companion_imports(train_py) <= provided, f"{kind} imports what {COMPANION} does not define"
+    check_names_defined(ast.parse(train_py), kind)
+    check_names_defined(companion, COMPANION)
+
+
+def check_names_defined(tree: ast.Module, kind: str) -> None:
     known = set(dir(builtins))
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -130,27 +158,28 @@ def test_default_grpo_reads_like_a_recipe_and_the_throughput_variant_keeps_the_m
     grpo = render_scaffold(ScaffoldOptions(kind="grpo"))
     names = function_names(grpo)
     # The recipe, top to bottom: sample groups -> reward -> centred advantages -> datums -> train -> checkpoint.
-    recipe = ["sample_groups", "score_groups", "advantages", "group_datums", "train_on", "main", "save_checkpoint"]
+    recipe = ["sample_groups", "score_groups", "advantages", "group_datums", "train_on", "main"]
     assert all(name in names for name in recipe)
     positions = [grpo.index(f"def {name}(") for name in recipe]
     assert positions == sorted(positions), "the core loop is not in reading order"
     assert "asyncio" not in grpo and "class RolloutEngine" not in grpo and "sample_many_async" not in grpo
     assert "save_weights_and_get_sampling_client" in grpo and "stop=stop_tokens(tokenizer)" in grpo
-    assert "has_signal" in grpo
-    lines = len(grpo.splitlines())
-    recipe_lines = grpo.index("# --- schedule") and len(grpo[: grpo.index("# --- schedule")].splitlines())
-    assert recipe_lines <= 450 and lines < 800, (recipe_lines, lines)
+    assert "has_signal" in grpo and "save_checkpoint(training_client" in grpo
+    # The plumbing lives in mint_run.py: the recipe file stays short (it was 782 lines with it).
+    assert len(grpo.splitlines()) <= 450, len(grpo.splitlines())
 
     fast = render_scaffold(ScaffoldOptions(kind="grpo", throughput=True))
-    names = function_names(fast)
-    for helper in ("resolve_api_result_async", "sample_one_async", "iter_sample_many_async", "main_async"):
-        assert helper in names, helper
-    # Dead helpers are gone: nothing renders a function it never calls.
-    assert "sample_many_async" not in names and "gather_with_limit_async" not in names
+    for helper in ("resolve_api_result_async", "sample_one_async", "iter_sample_many_async"):
+        assert helper in companion_imports(fast), helper
+    assert "main_async" in function_names(fast)
+    # Dead helpers are gone: a scaffold imports only what it calls (checked above), and defines
+    # nothing it does not call (test_every_function_a_scaffold_defines_is_used).
+    assert "sample_many_async" not in companion_imports(fast) and "gather_with_limit_async" not in fast
     assert "class RolloutEngine" in fast and "asyncio.Semaphore" in fast and "asyncio.Queue" in fast
     assert "asyncio.run(main_async(" in fast
     distill = render_scaffold(ScaffoldOptions(kind="distill"))
-    assert {"resolve_api_result_async", "sample_many_async", "main_async"} <= function_names(distill)
+    assert {"resolve_api_result_async", "sample_many_async"} <= companion_imports(distill)
+    assert "main_async" in function_names(distill)
     assert "mintx.forward_backward_reverse_kl" in distill and "save_weights_for_sampler" in distill
 
 
@@ -162,6 +191,24 @@ def test_every_function_a_scaffold_defines_is_used(kind, loss_fn, throughput):
     used |= {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
     top_level = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
     assert top_level - used - {"main"} == set()
+
+
+def test_the_companion_is_one_text_for_every_kind_and_each_of_its_helpers_is_used():
+    """mint_run.py does not depend on the options, and nothing in it is dead: each function is
+    imported by some scaffold or called inside mint_run.py itself."""
+    companion = render_companion()
+    assert render_companion.__wrapped__() == companion  # rendered afresh: the same text
+    for kind, loss_fn, throughput in VARIANTS:
+        options = ScaffoldOptions(kind=kind, loss_fn=loss_fn, throughput=throughput, header=["x"], steps=3)
+        assert scaffold(options, output_path=None, workspace=Path("."), overwrite=False).companion_source == companion
+    tree = ast.parse(companion)
+    imported = set().union(*(companion_imports(render_scaffold(ScaffoldOptions(kind=k, loss_fn=f, throughput=t)))
+                             for k, f, t in VARIANTS))
+    imported |= companion_imports(render_prepare_data(ScaffoldOptions(kind="grpo")))
+    inside = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} | {
+        n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+    defined = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+    assert defined - imported - inside == set()
 
 
 def test_dpo_keeps_reference_logprobs_out_of_the_datum():
@@ -220,8 +267,9 @@ def test_hostile_values_stay_literals():
     nasty = 'x"\nimport os; os.system("echo pwned")  # \\'
     source = render_scaffold(ScaffoldOptions(kind="sft", base_model=nasty, header=["line one\n", "two\r\nthree"]))
     assert constants(source)["BASE_MODEL"] == nasty
-    top_level_calls = [n for n in ast.parse(source).body if isinstance(n, ast.Expr) and isinstance(n.value, ast.Call)]
-    assert top_level_calls == []
+    top_level_calls = [ast.unparse(n) for n in ast.parse(source).body if isinstance(n, ast.Expr)
+                       and isinstance(n.value, ast.Call)]
+    assert top_level_calls == ["sys.path.insert(0, str(HERE))"]  # only the one that finds mint_run.py
     header = source.splitlines()[1:3]
     assert header == ["# line one", "# two three"]
 
@@ -247,16 +295,23 @@ def test_a_render_that_does_not_parse_raises():
 
 def test_scaffold_writes_only_inside_the_workspace_and_never_over_a_file(tmp_path):
     result = scaffold(ScaffoldOptions(kind="dpo"), output_path="out/train.py", workspace=tmp_path, overwrite=False)
-    written = tmp_path / "out" / "train.py"
+    written, companion = tmp_path / "out" / "train.py", tmp_path / "out" / COMPANION
     assert result.path == str(written) and written.read_text() == result.source
+    assert result.companion_path == str(companion) and companion.read_text() == result.companion_source
     with pytest.raises(WouldOverwrite):
         scaffold(ScaffoldOptions(kind="dpo"), output_path="out/train.py", workspace=tmp_path, overwrite=False)
+    # The companion counts as much as train.py: neither is written over unasked, nor one without the other.
+    companion.write_text("# edited by hand")
+    with pytest.raises(WouldOverwrite):
+        scaffold(ScaffoldOptions(kind="dpo"), output_path="out/other.py", workspace=tmp_path, overwrite=False)
+    assert not (tmp_path / "out" / "other.py").exists() and companion.read_text() == "# edited by hand"
     again = scaffold(ScaffoldOptions(kind="sft"), output_path="out/train.py", workspace=tmp_path, overwrite=True)
     assert "cross_entropy" in written.read_text() and again.kind == "sft"
     with pytest.raises(OutsideWorkspace):
         scaffold(ScaffoldOptions(kind="sft"), output_path="../elsewhere.py", workspace=tmp_path, overwrite=False)
     only_source = scaffold(ScaffoldOptions(kind="grpo"), output_path=None, workspace=tmp_path, overwrite=False)
     assert only_source.path is None and "def sample_groups" in only_source.source
+    assert only_source.companion_path is None and "def load_rows" in only_source.companion_source
 
 
 def plan_for(kind: str, algorithm: str, **choices) -> MigrationPlan:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from mcp_server.render import ScaffoldOptions, render_scaffold, scaffold_variants
+from mcp_server.render import ScaffoldOptions, render_scaffold, scaffold_variants, write_scripts
 from mcp_server.smoke import RunOutput
 
 VARIANTS = scaffold_variants()
@@ -33,9 +33,8 @@ def rendered(kind: str, loss_fn: str | None, throughput: bool = False) -> str:
 def write_script(
     directory: Path, kind: str, loss_fn: str | None, source: str | None = None, throughput: bool = False
 ) -> Path:
-    path = directory / f"train_{kind}_{loss_fn or 'default'}{'_throughput' * throughput}.py"
-    path.write_text(source if source is not None else rendered(kind, loss_fn, throughput), encoding="utf-8")
-    return path
+    name = f"train_{kind}_{loss_fn or 'default'}{'_throughput' * throughput}.py"
+    return write_scripts(directory, source if source is not None else rendered(kind, loss_fn, throughput), name)
 
 
 @pytest.fixture(scope="session")
@@ -237,8 +236,12 @@ def test_resume_continues_at_step_3_with_the_optimizer_state(mint_local_server, 
     script = write_script(tmp_path, "sft", None)
     common = ["--smoke", "--base-model", mint_local_server.model_name, "--learning-rate", "0.01", "--save-every", "1"]
 
-    weights_only = tmp_path / "weights_only.py"
-    weights_only.write_text(script.read_text().replace("load_state_with_optimizer(", "load_state("))
+    # The resume recipe is in mint_run.py: the contrast run gets its own folder with load_state there.
+    weights_only = write_script(tmp_path / "weights_only", "sft", None)
+    companion = weights_only.parent / "mint_run.py"
+    changed = companion.read_text().replace("load_state_with_optimizer(", "load_state(")
+    assert changed != companion.read_text()
+    companion.write_text(changed)
 
     def run(path: Path, *args: str) -> tuple[int, str, RunOutput]:
         return run_script(path, [*common, *args], env)

@@ -76,7 +76,8 @@ async def test_tools_marked_read_only_write_nothing_and_the_others_do(client, tm
         assert tools[name].annotations.read_only_hint is False
         result = await client.call_tool(name, arguments)
         assert not result.is_error, (name, result.content)
-    assert {"out/sft.py", "migrated/train.py", "migrated/MIGRATION.md"} <= set(snapshot(tmp_path))
+    assert {"out/sft.py", "out/mint_run.py", "migrated/train.py", "migrated/mint_run.py",
+            "migrated/MIGRATION.md"} <= set(snapshot(tmp_path))
 
 
 @pytest.mark.anyio
@@ -172,9 +173,20 @@ async def test_scaffold_tool_writes_inside_the_workspace_only_and_never_over_a_f
     source = written.read_text()
     assert source == result.structured_content["source"]
     assert "LEARNING_RATE = 3e-05" in source and 'LOSS_FN = "ppo"' in source
+    # The plumbing train.py imports comes back too, and is written beside it.
+    companion = tmp_path / "rl" / "mint_run.py"
+    assert result.structured_content["companion_path"] == str(companion)
+    assert companion.read_text() == result.structured_content["companion_source"] and "def load_rows" in companion.read_text()
 
     again = await client.call_tool("scaffold_train_py", args)
     assert again.is_error and "already exists" in again.content[0].text
+    # Overwrite rules hold for the companion as for train.py: a hand-edited one is kept unless asked.
+    companion.write_text("# edited by hand")
+    other = await client.call_tool("scaffold_train_py", {**args, "output_path": "rl/other.py"})
+    assert other.is_error and "mint_run.py already exists" in other.content[0].text
+    assert not (tmp_path / "rl" / "other.py").exists()
+    forced = await client.call_tool("scaffold_train_py", {**args, "overwrite": True})
+    assert not forced.is_error and "def load_rows" in companion.read_text()
     outside = await client.call_tool("scaffold_train_py", {**args, "output_path": "../escape.py"})
     assert outside.is_error and "outside the workspace root" in outside.content[0].text
     assert not (tmp_path.parent / "escape.py").exists()

@@ -14,7 +14,7 @@ import pytest
 from mcp import Client
 
 from mcp_server import smoke
-from mcp_server.render import ScaffoldOptions, render_scaffold
+from mcp_server.render import ScaffoldOptions, render_scaffold, write_scripts
 from mcp_server.server import create_server
 from mcp_server.smoke import RunOutput, SmokeProgress, classify, format_verdict, redact, run_smoke
 
@@ -36,9 +36,8 @@ def grpo_source() -> str:
 
 
 def write(tmp_path: Path, name: str, source: str) -> Path:
-    path = tmp_path / name
-    path.write_text(source, encoding="utf-8")
-    return path
+    """`source` as tmp_path/name, with the mint_run.py a rendered train.py imports beside it."""
+    return write_scripts(tmp_path, source, name)
 
 
 def classify_text(text: str, script: Path, exit_code: int | None = 1) -> list[str]:

@@ -9,12 +9,15 @@ REWARD_CALL_LOG. One mint-local serves all the smoke runs (mcp_server/smoke/serv
 
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from mcp_server import smoke
 from mcp_server.migrate import migrate
+from mcp_server.render import COMPANION, render_companion
 from mcp_server.smoke import format_verdict, run_smoke
 from tests.test_render import constants
 
@@ -104,6 +107,30 @@ def migrate_and_smoke(framework: str, tmp_path: Path, monkeypatch) -> tuple[dict
     calls = [json.loads(line) for line in log.read_text().splitlines()]
     assert calls, "the reward module was never called"
     return constants(script.read_text()), calls, tmp_path / "out"
+
+
+@pytest.mark.parametrize("framework", ["verl", "trl"])
+def test_a_migrated_grpo_train_py_is_a_short_recipe_beside_the_shared_companion(framework, tmp_path):
+    """With the user's data and reward wired in, train.py stays <= 450 lines: the plumbing is in
+    mint_run.py, written beside it, the same text every scaffold gets."""
+    folder = source_copy(tmp_path, framework)
+    configs = [folder / c for c in CONFIGS.get(framework, [])]
+    result = migrate(folder / SOURCES[framework], configs, output_dir="out", workspace=tmp_path, overwrite=False)
+    train = (tmp_path / "out" / "train.py").read_text()
+    c = constants(train)
+    assert c["REWARD"]["file"] and c["DATA"]["file"] and "def sample_groups" in train
+    assert len(train.splitlines()) <= 450, len(train.splitlines())
+    companion = tmp_path / "out" / COMPANION
+    assert companion.read_text() == result.companions[COMPANION] == render_companion()
+    assert str(companion) in result.plan.files_written and COMPANION in result.report
+    # Copied somewhere without its companion, train.py says what to do instead of an ImportError.
+    lone = tmp_path / "lone"
+    lone.mkdir()
+    shutil.copy(tmp_path / "out" / "train.py", lone / "train.py")
+    done = subprocess.run([sys.executable, "train.py", "--dry-run"], cwd=lone, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert f"{lone / COMPANION} is missing" in done.stderr and "copy mint_run.py" in done.stderr
 
 
 @pytest.mark.slow

@@ -12,7 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from mcp_server.render import DataOptions, RewardOptions, ScaffoldOptions, render_prepare_data, render_scaffold
+from mcp_server.render import (
+    DataOptions,
+    RewardOptions,
+    ScaffoldOptions,
+    render_prepare_data,
+    render_scaffold,
+    write_scripts,
+)
 
 TEST_ROWS = [{"q": f"What is {a} plus 2?", "a": str(a + 2), "meta": {"gold": str(a + 2)}} for a in range(6)]
 
@@ -95,7 +102,7 @@ def test_the_data_step_converts_each_file_format_with_the_sources_mapping(fmt, t
     options = grpo_options(chat_template=True, system_prompt="Be brief.", max_samples=4,
                            fields={"prompt": "q", "answer": "a"} if fmt == "csv" else {"prompt": "q", "answer": "meta.gold"})
     script = tmp_path / "prepare_data.py"
-    script.write_text(render_prepare_data(options))
+    write_scripts(script.parent, render_prepare_data(options), script.name)
     done = run(script, "--source", str(files[fmt]))
     assert done.returncode == 0, done.stderr
     rows = [json.loads(line) for line in (tmp_path / "train.jsonl").read_text().splitlines()]
@@ -112,8 +119,8 @@ def test_train_py_reads_the_source_file_directly_and_a_converted_file_unchanged(
     files = write_sources(tmp_path)
     options = grpo_options(chat_template=True, answer_after="plus")
     train, prepare = tmp_path / "train.py", tmp_path / "prepare_data.py"
-    train.write_text(render_scaffold(options))
-    prepare.write_text(render_prepare_data(options))
+    write_scripts(train.parent, render_scaffold(options), train.name)
+    write_scripts(prepare.parent, render_prepare_data(options), prepare.name)
     assert run(prepare, "--source", str(files["parquet"])).returncode == 0
     for data in (files["parquet"], tmp_path / "train.jsonl"):
         code, out = run_main(train, ["--dry-run", "--data", str(data), "--tokenizer", tiny_tokenizer_dir], capsys,
@@ -126,14 +133,15 @@ def test_train_py_reads_the_source_file_directly_and_a_converted_file_unchanged(
 
 def test_a_hub_dataset_offline_says_what_to_run(tmp_path, capsys, monkeypatch):
     script = tmp_path / "prepare_data.py"
-    script.write_text(render_prepare_data(ScaffoldOptions(kind="sft", data=DataOptions(source="nobody/no-such-set"))))
+    options = ScaffoldOptions(kind="sft", data=DataOptions(source="nobody/no-such-set"))
+    write_scripts(script.parent, render_prepare_data(options), script.name)
     done = run(script)
     assert done.returncode != 0 and not (tmp_path / "train.jsonl").exists()
     assert "Could not load nobody/no-such-set from the Hub" in done.stderr
     assert "run `python prepare_data.py` where the Hub is reachable" in done.stderr and "--source FILE" in done.stderr
     train = tmp_path / "train.py"
     options = ScaffoldOptions(kind="sft", data=DataOptions(source="nobody/no-such-set", file="train.jsonl"))
-    train.write_text(render_scaffold(options))
+    write_scripts(train.parent, render_scaffold(options), train.name)
     code, out = run_main(train, ["--steps", "1"], capsys, monkeypatch)
     assert code != 0
     assert "No training data: run `python prepare_data.py` (nobody/no-such-set -> train.jsonl)" in out
@@ -143,7 +151,7 @@ def dry_run_rows(tmp_path: Path, kind: str, rows: list[dict], tokenizer: str, ca
     source = tmp_path / "source.jsonl"
     source.write_text("".join(json.dumps(r) + "\n" for r in rows))
     script = tmp_path / f"train_{kind}.py"
-    script.write_text(render_scaffold(ScaffoldOptions(kind=kind, data=DataOptions(**data))))
+    write_scripts(tmp_path, render_scaffold(ScaffoldOptions(kind=kind, data=DataOptions(**data))), script.name)
     code, out = run_main(script, ["--dry-run", "--data", str(source), "--tokenizer", tokenizer], capsys, monkeypatch)
     assert code == 0, out
     return out
@@ -193,7 +201,8 @@ def test_learning_rate_schedule_matches_transformers(kind, warmup, factory, tmp_
     import transformers
 
     script = tmp_path / "train.py"
-    script.write_text(render_scaffold(ScaffoldOptions(kind="sft", lr_schedule=kind, warmup_steps=warmup)))
+    options = ScaffoldOptions(kind="sft", lr_schedule=kind, warmup_steps=warmup)
+    write_scripts(script.parent, render_scaffold(options), script.name)
     module = load_module(script, f"schedule_{kind}")
     total, base = 20, 2e-4
     optimizer = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=base)
@@ -204,7 +213,11 @@ def test_learning_rate_schedule_matches_transformers(kind, warmup, factory, tmp_
         expected.append(optimizer.param_groups[0]["lr"])
         optimizer.step()
         scheduler.step()
-    got = [module.learning_rate_at(step, total, base) for step in range(1, total + 1)]
+    from mint import types
+
+    # As train.py calls it: its peak Adam settings and its LR_SCHEDULE constant, through mint_run.adam_at.
+    peak = types.AdamParams(learning_rate=base)
+    got = [module.adam_at(peak, step, total, module.LR_SCHEDULE).learning_rate for step in range(1, total + 1)]
     assert got == pytest.approx(expected, rel=1e-9, abs=1e-15)
 
 
@@ -212,8 +225,10 @@ def test_loss_scales_turn_the_sum_into_the_sources_average(tmp_path):
     scales = {}
     for mode in ("sum", "token_mean", "sequence_mean", "constant"):
         script = tmp_path / f"train_{mode}.py"
-        script.write_text(render_scaffold(ScaffoldOptions(kind="grpo", loss_normalization=mode, max_tokens=10)))
-        scales[mode] = load_module(script, f"scales_{mode}").loss_scales([2, 6])
+        options = ScaffoldOptions(kind="grpo", loss_normalization=mode, max_tokens=10)
+        write_scripts(script.parent, render_scaffold(options), script.name)
+        module = load_module(script, f"scales_{mode}")
+        scales[mode] = module.loss_scales([2, 6], module.LOSS_NORMALIZATION, module.MAX_TOKENS)
     assert scales["sum"] == [1.0, 1.0]
     assert scales["token_mean"] == [1 / 8, 1 / 8]  # every token of the batch weighs the same
     assert scales["sequence_mean"] == [1 / 4, 1 / 12]  # each sequence weighs the same
@@ -236,9 +251,9 @@ def server_env(server) -> dict[str, str]:
                                                   ("distill", False)])
 def test_parity_dump_writes_the_first_step_and_stops_before_optim_step(kind, throughput, tmp_path, mint_local_server):
     script = tmp_path / "train.py"
-    script.write_text(render_scaffold(ScaffoldOptions(kind=kind, throughput=throughput,
+    write_scripts(script.parent, render_scaffold(ScaffoldOptions(kind=kind, throughput=throughput,
                                                       loss_normalization="token_mean" if kind != "dpo" and
-                                                      kind != "distill" else None)))
+                                                      kind != "distill" else None)), script.name)
     dump, log_dir = tmp_path / "dump.json", tmp_path / "log"
     done = run(script, "--smoke", "--base-model", mint_local_server.model_name, "--log-dir", str(log_dir),
                "--parity-dump", str(dump), env=server_env(mint_local_server))
@@ -282,7 +297,7 @@ def smoke_with_reward(tmp_path: Path, body: str):
     options = ScaffoldOptions(kind="grpo", data=DataOptions(source="data.jsonl", file="data.jsonl"),
                               reward=RewardOptions(style="plain", file="my_reward.py", functions=["score"]))
     script = tmp_path / "train.py"
-    script.write_text(render_scaffold(options))
+    write_scripts(script.parent, render_scaffold(options), script.name)
     try:
         return smoke.run_smoke(script, steps=2, timeout_s=300)
     finally:

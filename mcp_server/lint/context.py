@@ -268,7 +268,9 @@ def build_context(path: str, module: cst.Module, collectors=()) -> LintContext:
     index = PyIndex.build(module, path)
     ctx.imports = dict(index.imports)
     ctx.uses_sdk = any(name.split(".")[0] in SDK_MODULES for name, _ in index.imported)
-    ctx.argparse_defaults = index.argparse_defaults()
+    # `parser.set_defaults(learning_rate=...)` wins over add_argument's default, as in argparse (a
+    # mint-migrate train.py sets its defaults that way: the flags are added in mint_run.py).
+    ctx.argparse_defaults = {**index.argparse_defaults(), **{k: v for k, (v, _) in index.set_defaults.items()}}
     ctx.field_defaults = index.field_defaults()
     ctx.functions = index.top_functions()
     ctx.collected = [make(ctx) for make in collectors]

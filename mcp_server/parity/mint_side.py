@@ -17,8 +17,9 @@ import time
 from pathlib import Path
 
 from mcp_server.parity.records import SequenceRecord, SideRecord
+from mcp_server.render import with_companion
 from mcp_server.smoke import LOCAL_API_KEY, local_server, redact
-from mcp_server.workspace import pinned_script, read_text_checked
+from mcp_server.workspace import pinned_script
 from mint_local.process import run_to_end
 
 
@@ -32,7 +33,7 @@ def is_rl_script(script: Path) -> bool:
 
 
 def _accepts(script: Path, flag: str) -> bool:
-    text = read_text_checked(script, errors="replace")
+    text = with_companion(script)  # a mint-migrate train.py's common flags are in its mint_run.py
     return re.search(rf"""["']{re.escape(flag)}["']""", text) is not None
 
 

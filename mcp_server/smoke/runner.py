@@ -23,6 +23,7 @@ from mcp_server.dotenv import setting
 from mcp_server.endpoint import Endpoint
 from mcp_server.errors import MintMigrateError
 from mcp_server.pyparse import PythonSyntaxError, parse_ast
+from mcp_server.render import with_companion
 from mcp_server.smoke.classify import FIX_URL, classify
 from mcp_server.smoke.metrics import RunOutput, number
 from mcp_server.smoke.redaction import redact, redact_model
@@ -239,6 +240,7 @@ def _run_pinned(
         message = f"SyntaxError: {exc.message} ({script.name}:{exc.line})."
         return finish([SmokeError(kind="syntax_error", message=message, fix="Fix the syntax at that line.")])
 
+    source = with_companion(script, source)  # the flags a mint-migrate train.py shares are in its mint_run.py
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     args: list[str] = []
     try:
