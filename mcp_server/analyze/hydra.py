@@ -32,38 +32,18 @@ def compose(config_dir: Path, name: str, cli: dict[str, Value], label_for: Calla
     primary = _load(config_dir / _yaml_name(name), label_for)
     if primary is None:
         return None
-    defaults = primary.get("defaults")
-    entries = defaults.value if defaults is not None and isinstance(defaults.value, list) else []
-    own = {k: v for k, v in primary.values.items() if k != "defaults" and not k.startswith("defaults.")}
-    merged: dict[str, Value] = {}
-    self_first = bool(entries) and entries[0] == "_self_"
-    if self_first:
-        merged.update(own)
-    for entry in entries:
-        if not isinstance(entry, dict) or len(entry) != 1:
-            continue
-        group, option = next(iter(entry.items()))
-        group = str(group).removeprefix("override ").strip()
-        chosen = cli.get(group)
-        option = chosen.value if chosen is not None and isinstance(chosen.value, str) else option
-        if not isinstance(option, str) or option in {"null", "None"}:
-            continue
-        merged.update({f"{group}.{k}": v for k, v in _option_values(config_dir / group, option, label_for, 0).items()})
-    if not self_first:
-        merged.update(own)
-    return YamlConfig.from_values(primary.label, merged)
+    return YamlConfig.from_values(primary.label, _merged(config_dir, primary, cli, label_for, 0))
 
 
 _MAX_DEPTH = 8  # a defaults list that names itself must not loop
 
 
-def _option_values(group_dir: Path, option: str, label_for: Callable[[Path], str], depth: int) -> dict[str, Value]:
-    """One option of a config group (`model/llama.yaml`) with its own defaults list merged in: a plain
-    entry is another option of the same group (`- base_model`), a `sub: option` entry a group nested
-    in it (`model/sub/option.yaml`). The option's own values win unless `_self_` comes first."""
-    config = _load(group_dir / _yaml_name(option), label_for)
-    if config is None or depth > _MAX_DEPTH:
-        return {}
+def _merged(folder: Path, config: YamlConfig, cli: dict[str, Value], label_for: Callable[[Path], str],
+            depth: int) -> dict[str, Value]:
+    """A config's values with its defaults list merged in. A plain entry is another config of the same
+    folder (`- base_model` in `model/llama.yaml`); a `group: option` entry is `folder/group/option.yaml`,
+    its keys under `group.`, the option chosen on the command line when it says (`loss=dpo`: top level
+    only). The config's own values win unless `_self_` comes first."""
     defaults = config.get("defaults")
     entries = defaults.value if defaults is not None and isinstance(defaults.value, list) else []
     own = {k: v for k, v in config.values.items() if k != "defaults" and not k.startswith("defaults.")}
@@ -71,15 +51,22 @@ def _option_values(group_dir: Path, option: str, label_for: Callable[[Path], str
     self_first = bool(entries) and entries[0] == "_self_"
     if self_first:
         merged.update(own)
-    for entry in entries:
+    for entry in entries if depth <= _MAX_DEPTH else []:
         if isinstance(entry, str) and entry != "_self_" and not entry.startswith("/"):
-            merged.update(_option_values(group_dir, entry, label_for, depth + 1))
+            found = _load(folder / _yaml_name(entry), label_for)
+            if found is not None:
+                merged.update(_merged(folder, found, {}, label_for, depth + 1))
         elif isinstance(entry, dict) and len(entry) == 1:
-            sub, chosen = next(iter(entry.items()))
-            sub = str(sub).removeprefix("override ").strip()
-            if isinstance(chosen, str) and chosen not in {"null", "None"} and not sub.startswith("/"):
-                nested = _option_values(group_dir / sub, chosen, label_for, depth + 1)
-                merged.update({f"{sub}.{k}": v for k, v in nested.items()})
+            group, option = next(iter(entry.items()))
+            group = str(group).removeprefix("override ").strip()
+            chosen = cli.get(group)
+            option = chosen.value if chosen is not None and isinstance(chosen.value, str) else option
+            if not isinstance(option, str) or option in {"null", "None"} or group.startswith("/"):
+                continue
+            found = _load(folder / group / _yaml_name(option), label_for)
+            if found is not None:
+                nested = _merged(folder / group, found, {}, label_for, depth + 1)
+                merged.update({f"{group}.{k}": v for k, v in nested.items()})
     if not self_first:
         merged.update(own)
     return merged
