@@ -57,6 +57,7 @@ from probes import (  # noqa: E402
     race_reads,
     racing,
     wait_for,
+    with_default_sigint,
     write_script,
 )
 
@@ -269,7 +270,7 @@ def _cli_smoke(folder: Path, mark: str, interrupt=None) -> tuple[dict | None, li
     cli = subprocess.Popen(
         [CLI, "smoke", str(folder / "train.py"), "--json", "--timeout", "120"],
         env=dict(os.environ, **{MARKER: mark}), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        start_new_session=True,
+        start_new_session=True, preexec_fn=with_default_sigint,  # Ctrl-C as from a terminal
     )  # fmt: skip
     seen: set[int] = set()
     try:

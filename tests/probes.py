@@ -258,3 +258,11 @@ def communicate_or_show_stacks(cli: subprocess.Popen, timeout: float) -> tuple[s
         cli.kill()
         _, err = cli.communicate()
         raise AssertionError(f"the CLI did not end {timeout:.0f} s after the signal; its stacks:\n{err[-6000:]}") from None
+
+
+def with_default_sigint() -> None:
+    """Popen's preexec_fn for a CLI that a test interrupts as Ctrl-C would: SIGINT back to its default.
+    A command started in the background of a non-interactive shell (CI runners, `make ... &`, nohup)
+    inherits SIGINT ignored, and Python then rightly keeps ignoring it: the test would measure that."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+

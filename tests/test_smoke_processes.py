@@ -13,7 +13,17 @@ from pathlib import Path
 
 import anyio
 import pytest
-from probes import MARKER, alive, communicate_or_show_stacks, gone, marked, mcp_run_then, wait_for, write_script
+from probes import (
+    MARKER,
+    alive,
+    communicate_or_show_stacks,
+    gone,
+    marked,
+    mcp_run_then,
+    wait_for,
+    with_default_sigint,
+    write_script,
+)
 
 from mcp_server.smoke import format_verdict, run_smoke
 
@@ -50,6 +60,7 @@ def test_interrupting_the_cli_prints_the_verdict_and_leaves_nothing(tmp_path, si
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,  # our signal goes to the CLI alone, as a terminal's goes to its group
+        preexec_fn=with_default_sigint,  # as from a terminal, even when the suite runs in the background
     )
     try:
         wait_for(lambda: (tmp_path / "pids").exists())
