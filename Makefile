@@ -2,8 +2,8 @@
 #   make demo   set up, then migrate an example TRL script -> lint -> 2-step smoke run on mint-local
 #   make test   set up, then run the whole test suite
 #   make test-cookbook   tinker-cookbook's loops, recipes and weight tests against mint-local
-#                        (nightly-style: its own venv, about 2 hours on 2 busy cores; not part of make test;
-#                        MINT_COOKBOOK_LONG=1 adds the recipe tests that sample for hours: tests/cookbook/README.md)
+#                        (nightly-style: its own venv, about 3 hours on 2 busy cores; not part of make test;
+#                        SMOKE_TEST_TIMEOUT=N raises the 3600 s limit per recipe: tests/cookbook/README.md)
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin

@@ -105,7 +105,6 @@ def run_cookbook_recipe_tests(root: Path, env: dict[str, str], selection: list[s
 # resume tests continue the run before them). The stand-ins of standins.py cover every model
 # name and dataset they read; mint-local serves each name with its tiny model. Figures and what
 # each needs: tests/cookbook/README.md.
-LONG = os.environ.get("MINT_COOKBOOK_LONG") == "1"
 RECIPE_FILES = {
     "chat_sl": ["test_chat_sl", "test_chat_sl_resume"],
     "rolling_checkpoints": ["test_rolling_checkpoint_train", "test_rolling_checkpoint_resume"],
@@ -126,21 +125,15 @@ SKIPPED = {
     "vlm_classifier": "needs the hub and image inputs: it loads dpdl-benchmark/caltech101 (images) "
     "and trains Qwen3-VL on image chunks, which mint-local refuses (text-only)",
 }
-# A tiny random model never wins a game nor stops early, so this one samples for hours; it runs
-# with MINT_COOKBOOK_LONG=1 (the README says why, with the figures). guess_number, the same kind
-# at a smaller scale, runs by default (30 min on a busy 2-core machine), and so does
-# rlhf_pipeline (38 min with about one core: ~830,000 sampled tokens a step).
-LONG_FILES = {
-    "twenty_questions": "its step-0 eval samples ~128,000 turns (3,200 episodes x 20 turns, player and answerer): hours",
-}
+# The multi-turn RL recipes (guess_number, twenty_questions) and rlhf_pipeline take about half
+# an hour each with a core: a tiny random model never wins a game nor stops early, so every
+# episode runs its longest (the README has the figures). They run in every nightly-style pass.
 
 
 def _recipe_param(name: str, tests: list[str]):
     marks = []
     if name in SKIPPED:
         marks.append(pytest.mark.skip(reason=SKIPPED[name]))
-    elif name in LONG_FILES and not LONG:
-        marks.append(pytest.mark.skip(reason=f"{name}: {LONG_FILES[name]}; MINT_COOKBOOK_LONG=1 runs it"))
     return pytest.param([f"tests/recipes/test_recipe_{name}.py::{t}" for t in tests], id=name, marks=marks)
 
 
