@@ -20,6 +20,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from mcp_server.errors import MintMigrateError
 from mcp_server.plan import LossFn, LossNormalization, LrSchedule, MigrationPlan, RewardStyle, ScaffoldKind
+from mcp_server.pyparse import PythonSyntaxError, parse_ast
 from mcp_server.sdk_facts import DEFAULT_BASE_MODEL, RL_LOSSES, loss_fn_config_defaults
 from mcp_server.workspace import read_text_checked, resolve_output, write_text
 
@@ -300,8 +301,8 @@ def render_companion() -> str:
 def imports_companion(source: str) -> bool:
     """Whether a script imports mint_run (a train.py or prepare_data.py written by mint-migrate)."""
     try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError):
+        tree = parse_ast(source)  # user source: the bounded, serialised door, never a bare ast.parse
+    except PythonSyntaxError:
         return False
     module = COMPANION.removesuffix(".py")
     return any(

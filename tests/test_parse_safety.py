@@ -16,6 +16,7 @@ from probes import HOSTILE
 
 from mcp_server import pyparse
 from mcp_server.lint import lint_source
+from mcp_server.preflight import run_preflight
 from mcp_server.pyparse import MAX_DEPTH, PythonSyntaxError, evaluated_value, parse_ast, parse_module
 
 CLI = str(Path(sys.executable).parent / "mint-migrate")
@@ -80,6 +81,18 @@ def test_lint_and_migrate_report_a_parse_error_and_exit_2(name, tmp_path):
     migrate = subprocess.run([CLI, "migrate", str(script), "--json"], capture_output=True, text=True, timeout=120)
     assert migrate.returncode == 2, (migrate.returncode, migrate.stderr[-500:])
     assert "cannot parse Python" in json.loads(migrate.stdout)["error"]
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE))
+def test_preflight_reports_a_hostile_script_as_a_failed_lint(name, tmp_path):
+    # Preflight also asks whether the script imports mint_run.py, before it lints: that question
+    # must go through the same door (a bare ast.parse raised RecursionError and MemoryError here).
+    script = tmp_path / "train.py"
+    script.write_text(HOSTILE[name], encoding="utf-8")
+    report = run_preflight(script, target="local")
+    lint = next(c for c in report.checks if c.name == "lint")
+    assert lint.status == "fail" and "does not parse" in lint.message, lint
+    assert not report.ok
 
 
 @pytest.mark.anyio
