@@ -202,6 +202,34 @@ class SettingUse(BaseModel):
     note: str = ""
 
 
+Disposition = Literal["carried", "changed", "not_carried", "server_side"]
+
+
+class LedgerItem(BaseModel):
+    """One setting the inputs state, whatever it is, and what the migration did with it.
+
+    `key` is the name as the source writes it (a flag without its dashes, a dotted override or YAML
+    path, a keyword, a constant); `setting` is the canonical Settings key when it is one of them.
+    Nothing the inputs state is left out of the ledger: carried, changed (with why), not carried
+    (with why and what the user can do) or owned by the MinT service.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+    key: str
+    setting: str | None = None
+    value: SettingValue | dict | None
+    source: str
+    disposition: Disposition
+    constant: str | None = Field(default=None, description="The train.py constant that holds it (carried/changed).")
+    reason: str = ""
+    framework_default: bool = Field(
+        default=False, description="The value is the source framework's default, not written in the inputs."
+    )
+    confirmed_by: Literal["agent"] | None = Field(
+        default=None, description="'agent': the value was given by the caller with a citation the tool checked."
+    )
+
+
 class MigrationPlan(BaseModel):
     framework: Framework
     algorithm: Algorithm
@@ -223,6 +251,15 @@ class MigrationPlan(BaseModel):
     schedule: SchedulePlan | None = Field(default=None, description="Epochs, LR schedule, updates, loss scale.")
     setting_uses: list[SettingUse] = Field(
         default_factory=list, description="Each stated setting: applied in train.py (which constant) or why not."
+    )
+    ledger: list[LedgerItem] = Field(
+        default_factory=list,
+        description="Every setting the inputs state (not only the canonical ones) and its disposition.",
+    )
+    unmapped: dict[str, list[str]] = Field(
+        default_factory=dict,
+        description="Canonical settings not found, each with the candidate lines (file:line: text) the "
+        "harvest saw, so a reader knows where to look.",
     )
     inputs: list[str] = Field(default_factory=list)
     files_written: list[str] = Field(default_factory=list)
