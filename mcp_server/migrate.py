@@ -39,13 +39,15 @@ class MigrationResult(BaseModel):
 
 
 def migrate(
-    source_path: Path, config_paths: list[Path], *, output_dir: str | None, workspace: Path, overwrite: bool
+    source_path: Path, config_paths: list[Path], *, output_dir: str | None, workspace: Path, overwrite: bool,
+    confirmed: list[str] | None = None,
 ) -> MigrationResult:
     """Plan the migration; with `output_dir`, also write DIR/train.py, DIR/MIGRATION.md and the
     companions (inside the workspace): mint_run.py (the plumbing train.py imports), prepare_data.py
     (the data step) and rewards.py (reward functions copied out of a training script that cannot be
-    imported on MinT)."""
-    analysis = analyze_inputs(Path(source_path), [Path(p) for p in config_paths])
+    imported on MinT). `confirmed`: settings the caller read in the inputs, `key=value@file:line`; each
+    is checked against its line before it is applied."""
+    analysis = analyze_inputs(Path(source_path), [Path(p) for p in config_paths], confirmed)
     plan = analysis.plan
     out = ws.resolve_output(output_dir, workspace, overwrite=True) if output_dir is not None else None
     options = plan_options(plan, out)

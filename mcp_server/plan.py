@@ -93,6 +93,12 @@ class MintChoices(BaseModel):
     beta: float | None = None
     steps: int | None = None
     throughput: bool = Field(default=False, description="grpo: the throughput variant of the scaffold.")
+    optimizer: dict[str, float] = Field(
+        default_factory=dict,
+        description="types.AdamParams settings (beta1, beta2, eps, weight_decay, grad_clip_norm): the source's "
+        "stated values, else its optimizer's or framework's defaults, else MinT's; each origin is in `reasons`.",
+    )
+    save_every: int | None = Field(default=None, description="Checkpoint every N steps, as the source saves.")
     reasons: list[str] = Field(default_factory=list)
 
 

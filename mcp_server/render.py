@@ -18,6 +18,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
+from mcp_server.analyze.optimizer import MINT_DEFAULTS as MINT_ADAM
+from mcp_server.analyze.optimizer import PARAMS as ADAM_PARAMS
 from mcp_server.errors import MintMigrateError
 from mcp_server.plan import LossFn, LossNormalization, LrSchedule, MigrationPlan, RewardStyle, ScaffoldKind
 from mcp_server.pyparse import PythonSyntaxError, parse_ast
@@ -56,6 +58,7 @@ KIND_DEFAULTS: dict[str, dict[str, Any]] = {
 # What every kind shares: one pass over the data, a constant learning rate, MinT's summed loss.
 COMMON_DEFAULTS: dict[str, Any] = {
     "epochs": 1,
+    "optimizer": dict(MINT_ADAM),
     "lr_schedule": "constant",
     "warmup_steps": 0,
     "warmup_ratio": 0.0,
@@ -127,6 +130,11 @@ class ScaffoldOptions(BaseModel):
     beta: float | None = Field(default=None, gt=0, description="dpo: the DPO beta.")
     steps: int | None = Field(default=None, ge=1, description="Default --steps (None: one pass over the data).")
     save_every: int | None = Field(default=None, ge=0, description="Default --save-every.")
+    optimizer: dict[str, float] | None = Field(
+        default=None,
+        description="types.AdamParams settings besides the rate: beta1, beta2, eps, weight_decay, grad_clip_norm "
+        "(missing ones: MinT's choice, 0.9 / 0.95 / 1e-8 / 0 / 0).",
+    )
     throughput: bool = Field(
         default=False,
         description="grpo: the throughput variant (sampling while training, streaming minibatches, tail grace, "
@@ -229,6 +237,10 @@ def template_values(options: ScaffoldOptions) -> dict[str, Any]:
         "warmup_ratio": values.pop("warmup_ratio"),
         "min_lr_ratio": values.pop("min_lr_ratio"),
     }
+    unknown = set(values["optimizer"]) - set(ADAM_PARAMS)
+    if unknown:
+        raise MintMigrateError(f"optimizer takes {', '.join(ADAM_PARAMS)}, not {', '.join(sorted(unknown))}.")
+    values["optimizer"] = {**MINT_ADAM, **{k: float(v) for k, v in values["optimizer"].items()}}
     values["data"] = (options.data or DataOptions()).model_dump()
     reward = options.reward
     if reward is not None and kind != "grpo":
@@ -390,6 +402,8 @@ def plan_options(plan: MigrationPlan, out_dir: Path | None = None) -> ScaffoldOp
             learning_rate=choices.learning_rate,
             lora_rank=choices.lora_rank,
             steps=choices.steps,
+            optimizer=choices.optimizer or None,
+            save_every=choices.save_every,
             header=header,
             **per_kind,
         )
@@ -458,7 +472,8 @@ def train_py_constants(options: ScaffoldOptions) -> dict[str, Any]:
     """The defaults the rendered train.py holds, by constant name (what MIGRATION.md reports)."""
     values = template_values(options)
     names = {
-        "BASE_MODEL": "base_model", "LEARNING_RATE": "learning_rate", "LR_SCHEDULE": "lr_schedule",
+        "BASE_MODEL": "base_model", "LEARNING_RATE": "learning_rate", "OPTIMIZER": "optimizer",
+        "LR_SCHEDULE": "lr_schedule", "SAVE_EVERY": "save_every",
         "LORA_RANK": "lora_rank", "STEPS": "steps", "EPOCHS": "epochs",
     }
     per_kind = {

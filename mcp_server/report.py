@@ -4,6 +4,8 @@ Rendered from the MigrationPlan alone (plus the Tinker call fixes for Tinker sou
 report and the JSON plan never disagree.
 """
 
+import json
+
 from mcp_server.plan import SETTING_KEYS, Construct, MigrationPlan, Setting
 
 _KIND_TEXT = {
@@ -65,8 +67,11 @@ def render_report(plan: MigrationPlan, tinker_fixes: list[Construct] | None = No
         f"**MinT:** the `{mint.kind}` scaffold, {_KIND_TEXT[mint.kind]}.  ",
         f"**Inputs read:** {', '.join(plan.inputs)}.",
         "",
-        "Every value below names the line it was read from. A setting the inputs do not state is left "
-        "empty, never guessed; where the source framework has a default it is listed separately.",
+        "Every value below names the line it was read from. Every setting the inputs state is in the ledger "
+        "below: carried into train.py, changed (and why), not carried (and what to do) or owned by the MinT "
+        "service. A value train.py uses that the inputs do not state is the source framework's default or a "
+        "MinT choice, each marked as such; a canonical setting the analysis could not find is listed as not "
+        "found, with the lines that may hold it.",
         "",
         "train.py holds the recipe and its settings; `mint_run.py` beside it holds the plumbing it imports "
         "(command line, data loading, schedule, reward adapters, logging, checkpoints and resume), the same "
@@ -109,7 +114,7 @@ def render_report(plan: MigrationPlan, tinker_fixes: list[Construct] | None = No
     unset = [k for k in SETTING_KEYS if getattr(plan.settings, k) is None]
     out.append("")
     if unset:
-        out += [f"Not stated in the inputs: {', '.join(unset)}.", ""]
+        out += _not_found(plan, unset)
     if plan.framework_defaults:
         out += ["### Framework defaults (what the source would have used; not read from the inputs)", "",
                 "| Setting | Default | Where it is defined |", "|---|---|---|"]
@@ -134,19 +139,18 @@ def render_report(plan: MigrationPlan, tinker_fixes: list[Construct] | None = No
             out.append(f"| {name} | `{_cell(repr(value) if value is None or isinstance(value, bool) else value)}` |")
         out.append("")
     out += _task_sections(plan)
+    out += _ledger_section(plan)
 
     out += ["## What cannot move as-is", ""]
-    dropped = [u for u in plan.setting_uses if not u.applied]
+    dropped = [item for item in plan.ledger if item.disposition == "not_carried"]
     for w in plan.warnings:
         where = f" ({w.source})" if w.source else ""
         out.append(f"- **{w.code}**{where}: {w.message}")
-    for use in dropped:
-        setting = getattr(plan.settings, use.key)
-        where = f" ({setting.source})" if setting is not None else ""
-        out.append(f"- **setting {use.key}**{where} = `{_cell(_value(setting, use.key).strip('`'))}`: not applied: "
-                   f"{use.note}.")
+    for item in dropped:
+        out.append(f"- **{item.key}** = `{_cell(_shown(item.value))}` ({item.source}): not carried: {item.reason}.")
     if not plan.warnings and not dropped:
-        out.append("Nothing: every construct found has a direct MinT equivalent, and every setting is applied.")
+        out.append("Nothing: every construct found has a direct MinT equivalent, and every stated setting is "
+                   "carried, changed with its reason, or owned by the MinT service (see the ledger).")
     out.append("")
 
     if plan.framework == "tinker":
@@ -157,6 +161,61 @@ def render_report(plan: MigrationPlan, tinker_fixes: list[Construct] | None = No
             "2. `mint-migrate lint train.py`, then `mint-migrate smoke train.py` (offline, 2 steps).",
             "3. Run on MinT with `MINT_API_KEY` set; compare the first steps' METRIC lines with the source run.", ""]
     return "\n".join(out)
+
+
+_DISPOSITIONS = (
+    ("changed", "Changed: train.py uses another value", "why"),
+    ("not_carried", "Not carried: no MinT equivalent, or not done", "why, and what to do"),
+    ("carried", "Carried: train.py uses the value as is", "note"),
+    ("server_side", "Server-side: the MinT service owns it", "why"),
+)
+
+
+def _shown(value: object) -> str:
+    text = json.dumps(value) if isinstance(value, list | dict | bool) or value is None else str(value)
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+def _ledger_section(plan: MigrationPlan) -> list[str]:
+    """Every setting the inputs state, grouped by what became of it."""
+    if not plan.ledger:
+        return []
+    counts = {d: sum(1 for i in plan.ledger if i.disposition == d) for d, _, _ in _DISPOSITIONS}
+    out = ["## Ledger: every setting the inputs state", "",
+           f"{len(plan.ledger)} settings: " + ", ".join(f"{n} {d.replace('_', ' ')}" for d, n in counts.items()) + ".",
+           "Values marked *default* are not written in the inputs: they are the source framework's (or its "
+           "optimizer's) defaults, which the source trained with, kept in train.py. *agent*: confirmed by the "
+           "caller with a citation the tool checked.", ""]
+    for disposition, title, why in _DISPOSITIONS:
+        items = [i for i in plan.ledger if i.disposition == disposition]
+        if not items:
+            continue
+        out += [f"### {title} ({len(items)})", "", f"| Key | Value | Source | train.py | {why.capitalize()} |",
+                "|---|---|---|---|---|"]
+        for item in items:
+            marks = " *default*" if item.framework_default else ""
+            marks += " *agent*" if item.confirmed_by else ""
+            out.append(f"| {_cell(item.key)}{marks} | `{_cell(_shown(item.value))}` | {_cell(item.source)} | "
+                       f"{_cell(item.constant or '')} | {_cell(item.reason)} |")
+        out.append("")
+    return out
+
+
+def _not_found(plan: MigrationPlan, unset: list[str]) -> list[str]:
+    """Canonical settings the analysis could not find: never called "not stated", since the inputs may
+    say them in a shape the analyzer does not read. The lines that name them are where to look."""
+    out = ["### Not found in the inputs", "",
+           "The analysis did not find these settings. The inputs may not state them, or state them in a shape "
+           "it does not read: check the lines below, and confirm a value with `--set KEY=VALUE@FILE:LINE` "
+           "(`confirmed` in migrate_script).", ""]
+    for key in unset:
+        lines = plan.unmapped.get(key, [])
+        if lines:
+            out.append(f"- **{key}**: " + "; ".join(f"`{_cell(line)}`" for line in lines[:3]))
+        else:
+            out.append(f"- **{key}**: no input line names it")
+    out.append("")
+    return out
 
 
 def _tinker_section(fixes: list[Construct]) -> list[str]:

@@ -118,7 +118,10 @@ def test_report_traces_settings_choices_and_what_cannot_move(tmp_path):
     for code in ("CRITIC_GAE", "KL_REFERENCE", "SERVER_SIDE", "ALGORITHM_MAPPED"):
         assert f"**{code}**" in report
     assert "## Why this scaffold" in report and "value model" in report
-    assert "| algorithm.adv_estimator" not in report  # the side-by-side table lists constructs, not raw keys
+    side_by_side = report.split("## Side by side", 1)[1].split("\n## ", 1)[0]
+    assert "| algorithm.adv_estimator" not in side_by_side  # the side-by-side table lists constructs, not raw keys
+    ledger = report.split("## Ledger", 1)[1].split("\n## ", 1)[0]  # the ledger lists every stated key
+    assert "| algorithm.adv_estimator | `gae` | ppo_qwen_critic.yaml:41 |" in ledger
 
 
 def test_tinker_sources_get_the_bridge_and_each_fix_with_its_line(tmp_path):

@@ -53,7 +53,33 @@ def test_every_stated_setting_is_applied_in_train_py_or_listed_with_its_reason(n
         elif use.applied:
             assert not use.value, f"{key} is applied without a constant, which only a no-op may be"
         else:
-            assert use.note and f"**setting {key}**" in cannot_move and use.note in cannot_move, key
+            items = [i for i in plan.ledger if i.setting == key and i.disposition == "not_carried"]
+            assert use.note and items, key
+            for item in items:
+                assert f"**{item.key}**" in cannot_move and item.reason in cannot_move, key
+        assert any(i.setting == key for i in plan.ledger), f"{key} is stated but not in the ledger"
+
+
+@pytest.mark.parametrize("name", IDS)
+def test_the_ledger_accounts_for_every_stated_setting(name, migrations):
+    """Each ledger item names its line and its fate; a constant it names is one train.py has, holding
+    the stated value when the item says carried; what is not carried is in "What cannot move"."""
+    result = migrations[name]
+    plan, values = result.plan, constants(result.train_py)
+    cannot_move = section(result.report, "What cannot move as-is")
+    ledger = section(result.report, "Ledger: every setting the inputs state")
+    assert plan.ledger
+    for item in plan.ledger:
+        assert item.source and item.disposition, item
+        assert f"| {item.key}" in ledger, item.key
+        if item.disposition == "not_carried":
+            assert f"**{item.key}**" in cannot_move and item.reason in cannot_move, item.key
+        if item.constant and item.constant[0].isupper():
+            root = item.constant.split(".")[0].split("/")[0]
+            assert root in values, (item.key, item.constant)
+            kept = constant_at(values, item.constant) if "/" not in item.constant else None
+            if item.disposition == "carried" and isinstance(kept, int | float) and not isinstance(kept, bool):
+                assert float(kept) == float(item.value), (item.key, item.constant)
 
 
 @pytest.mark.parametrize("name", IDS)

@@ -28,6 +28,7 @@ class Level(IntEnum):
     CONFIG = 2  # a config file (YAML recipe, hydra config)
     COMMAND = 3  # the launch command line (flags, hydra overrides)
     CODE = 4  # a literal written in the training code
+    CONFIRMED = 5  # given by the caller (the agent) with a citation the tool checked
 
 
 @dataclass(frozen=True)

@@ -41,6 +41,7 @@ class InputFile:
     auto: bool = False  # found from the inputs (named by a command or script, or the app beside a config)
     launched_by: Command | None = None  # the launch command that runs this script
     example: Command | None = None  # else: the usage command quoted in its docstring, if any
+    text: str = ""  # the file as read, for the lines a reader is pointed to
 
     @property
     def is_infra_config(self) -> bool:
@@ -128,6 +129,7 @@ def _read(path: Path) -> str:
 
 
 def _parse(f: InputFile, text: str) -> None:
+    f.text = text
     if f.kind == "python":
         f.python = PySource(text, f.label)
     elif f.kind == "shell":

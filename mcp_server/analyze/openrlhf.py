@@ -65,6 +65,12 @@ def defaults(algorithm: Algorithm) -> dict[str, tuple[object, str]]:
     return _DEFAULTS["sft"] if algorithm == "sft" else {}
 
 
+def optimizer_defaults(algorithm: Algorithm) -> dict[str, tuple[float, str]]:
+    """OpenRLHF's DeepSpeed Adam: --adam_betas (0.9, 0.95), --l2 0, --max_norm 1.0."""
+    return {"beta1": (0.9, "--adam_betas[0]"), "beta2": (0.95, "--adam_betas[1]"), "eps": (1e-8, "DeepSpeed Adam eps"),
+            "weight_decay": (0.0, "--l2"), "grad_clip_norm": (1.0, "--max_norm")}
+
+
 def is_openrlhf_command(command: Command) -> bool:
     return (command.module or command.script or "").startswith("openrlhf") or "openrlhf/cli" in (command.script or "")
 
@@ -240,6 +246,8 @@ ANALYZER = Analyzer(
             "`--model.model_name_or_path`, `--actor.adam.lr` (v0.10.2 and later)",
     analyze=analyze,
     defaults=defaults,
+    optimizer_defaults=optimizer_defaults,
+    reserved_names=("max_epochs",),  # PPO family: update epochs per rollout batch, not passes over the prompts
     imports=("openrlhf",),
     detect_command=lambda command, script: is_openrlhf_command(command),
 )

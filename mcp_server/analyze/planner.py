@@ -5,14 +5,16 @@ with what became of every setting (coverage.py). Nothing is rendered or written 
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mcp_server.analyze import choices, coverage, task
+from mcp_server.analyze import choices, confirm, coverage, ledger, optimizer, task
 from mcp_server.analyze.detect import detect
-from mcp_server.analyze.evidence import Evidence
+from mcp_server.analyze.evidence import Evidence, Value
+from mcp_server.analyze.harvest import Stated, harvest
 from mcp_server.analyze.inputs import Project, load_project
 from mcp_server.analyze.pycommon import server_side
 from mcp_server.analyze.registry import analyzer
 from mcp_server.analyze.settings import build_settings, coerce
-from mcp_server.plan import Construct, MigrationPlan, MintChoices, PlanWarning, Setting, Settings
+from mcp_server.analyze.synonyms import meaning
+from mcp_server.plan import SETTING_KEYS, Construct, MigrationPlan, MintChoices, PlanWarning, Setting, Settings
 
 
 @dataclass
@@ -21,19 +23,23 @@ class Analysis:
     tinker_fixes: list[Construct] = field(default_factory=list)
 
 
-def analyze(source_path: Path, config_paths: list[Path]) -> MigrationPlan:
+def analyze(source_path: Path, config_paths: list[Path], confirmed: list[str] | None = None) -> MigrationPlan:
     """Read the inputs and return the plan: framework, algorithm, traced settings, MinT choices."""
-    return analyze_inputs(Path(source_path), [Path(p) for p in config_paths]).plan
+    return analyze_inputs(Path(source_path), [Path(p) for p in config_paths], confirmed).plan
 
 
-def analyze_inputs(source_path: Path, config_paths: list[Path]) -> Analysis:
-    """The plan, plus the Tinker 0.38 -> 0.22 call fixes the report lists."""
+def analyze_inputs(source_path: Path, config_paths: list[Path], confirmed: list[str] | None = None) -> Analysis:
+    """The plan, plus the Tinker 0.38 -> 0.22 call fixes the report lists. `confirmed`: settings the
+    caller read in the inputs, `key=value@file:line`, each checked against its line (confirm.py)."""
     project = load_project(Path(source_path), [Path(p) for p in config_paths])
     framework, where = detect(project)
     ev = Evidence()
     reader = analyzer(framework)
     reader.analyze(project, ev)
     _launch_context(project, ev)
+    stated = harvest(project)
+    _fill_from_harvest(ev, stated, reader.reserved_names)
+    agent = confirm.apply(confirm.parse_all(confirmed or []), project, ev)
     vote = ev.algorithm()
     algorithm = vote.algorithm if vote is not None else "other"
     settings = build_settings(ev)
@@ -69,9 +75,78 @@ def analyze_inputs(source_path: Path, config_paths: list[Path]) -> Analysis:
         plan.warnings.append(PlanWarning(code="REWARD_PLACEHOLDER", message="train.py's reward is the scaffold's "
                                          f"placeholder, not yours: {facts.reward.reason}.",
                                          source=facts.reward.source))
+    adam = optimizer.choose(framework, stated, reader.optimizer_defaults(algorithm), _optimizer_class(project))
+    mint.optimizer = adam.values
+    mint.reasons += [f"Adam {param} {adam.values[param]:g}: {origin.text}" for param, origin in adam.origins.items()]
+    mint.save_every = _save_every(stated)
     plan.setting_uses = coverage.setting_uses(plan)
     _reward_constructs(plan)
+    infra = {f.label for f in project.infra_configs()}
+    texts = {f.label: f.text for f in project.files}
+    plan.ledger = ledger.build(plan, stated, ev, adam, infra, agent, texts)
+    missing = [key for key in SETTING_KEYS if getattr(settings, key) is None]
+    plan.unmapped = ledger.candidates(texts, missing)
     return Analysis(plan, ev.tinker_fixes)
+
+
+# Canonical settings the synonym table may fill when a framework reader found nothing: names that
+# mean one thing wherever they are written. Batch sizes are not among them (a DataLoader's batch is
+# per device in one script and global in another), nor reward functions (code, not a value).
+_FILLABLE = ("base_model", "dataset", "learning_rate", "gradient_accumulation_steps", "num_epochs", "max_steps",
+             "max_seq_length", "max_prompt_length", "max_response_length", "num_generations", "kl_coef",
+             "clip_ratio", "temperature", "lora.rank", "lora.alpha", "lora.target_modules")
+
+
+_TEXT_SETTINGS = ("base_model", "dataset", "lora.target_modules")
+
+
+def _fill_from_harvest(ev: Evidence, stated: list[Stated], reserved: tuple[str, ...]) -> None:
+    """A setting the framework reader did not find, stated once under a name that means it: the
+    harvest's value, at its line. Two different values for one setting fill nothing (the reader
+    would have to know which one the run uses); nor do names the framework uses for something else
+    (`reserved`: OpenRLHF's PPO `max_epochs` is updates per batch), unresolved interpolations, or
+    LoRA options when the inputs switch LoRA off."""
+    lora_off = any((s.norm.rsplit(".", 1)[-1] in ("use_peft", "use_lora", "lora") and s.value is False)
+                   or (s.norm.rsplit(".", 1)[-1] in ("lora_rank", "lora_r") and s.value == 0) for s in stated)
+    for key in _FILLABLE:
+        if ev.best(key) is not None or (lora_off and key.startswith("lora.")):
+            continue
+        found = [s for s in stated if (m := meaning(s.key, s.owner)) is not None and m.family == "setting"
+                 and m.concept == key and s.norm.rsplit(".", 1)[-1] not in reserved and _usable(key, s.value)]
+        values = {repr(s.value) for s in found}
+        if len(values) == 1:
+            best = max(found, key=lambda s: s.level)
+            ev.setting(key, Value(best.value, best.loc, best.level))
+
+
+def _usable(key: str, value: object) -> bool:
+    if value in (None, "", []) or isinstance(value, bool):
+        return False
+    if isinstance(value, str) and "${" in value:
+        return False  # an interpolation the config reader could not resolve
+    if key in _TEXT_SETTINGS:
+        return isinstance(value, str | list)
+    if key.startswith("lora.") or key in ("num_generations", "max_steps", "num_epochs"):
+        return isinstance(value, int | float) and value > 0  # 0 and -1 mean off / unset there
+    return isinstance(value, int | float) and value >= 0
+
+
+def _optimizer_class(project: Project) -> str | None:
+    """The optimizer class the source builds itself (`torch.optim.AdamW(model.parameters(), ...)`)."""
+    for f in project.pythons():
+        for call in f.python.calls:
+            if call.name in optimizer.TORCH_CLASSES and not call.switched_off():
+                return call.name
+    return None
+
+
+def _save_every(stated: list[Stated]) -> int | None:
+    for s in stated:
+        m = meaning(s.key, s.owner)
+        if m is not None and m.concept == "save_every" and isinstance(s.value, int) and not isinstance(s.value, bool) \
+                and s.value > 0:
+            return s.value
+    return None
 
 
 def _task_choices(mint: MintChoices, settings: Settings, facts: task.Task) -> None:

@@ -116,7 +116,8 @@ def _settings(src: PySource, ev: Evidence) -> None:
     for call, lr in optimizer_lr(src)[:1]:
         ev.setting("learning_rate", lr)
         ev.construct(f"torch.optim.{call.name}(lr=...)", call.loc, "optim_step(types.AdamParams(learning_rate=...))",
-                     "MinT's Adam defaults differ (beta2=0.95, eps=1e-12, weight_decay=0): set them explicitly")
+                     f"train.py passes the source's Adam settings (torch.optim.{call.name}'s defaults where the "
+                     "source states none) as OPTIMIZER: MinT's own defaults differ (beta2=0.95, eps=1e-12)")
     for call in src.calls_named("DataLoader"):
         ev.setting("per_device_batch_size", call.kwarg("batch_size") or call.arg(1))
         break

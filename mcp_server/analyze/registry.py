@@ -4,7 +4,10 @@ An analyzer module `mcp_server/analyze/<name>.py` defines `ANALYZER = Analyzer(.
 - detection: the module prefixes a Python file imports (`imports`), or a custom `detect_python`;
   `detect_command` for a launch command line; `detect_config` for the keys of a YAML config;
 - `analyze(project, evidence)`: read the inputs, offer settings and algorithm votes;
-- `defaults(algorithm)`: the values the framework uses when the inputs say nothing.
+- `defaults(algorithm)`: the values the framework uses when the inputs say nothing;
+- `reserved_names`: setting-like names that mean something else in this framework;
+- `optimizer_defaults(algorithm)`: its trainer's Adam settings when the inputs say nothing, by
+  types.AdamParams name (beta1, beta2, eps, weight_decay, grad_clip_norm).
 """
 
 import importlib
@@ -34,6 +37,10 @@ class Analyzer:
     signals: str  # what identifies it, for people (SKILL.md's table)
     analyze: Callable[[Project, Evidence], None]
     defaults: Callable[[Algorithm], dict[str, tuple[object, str]]] = _no_defaults
+    optimizer_defaults: Callable[[Algorithm], dict[str, tuple[float, str]]] = _no_defaults
+    # names that look like a canonical setting but mean something else in this framework: the
+    # synonym table never fills a setting from them (the analyzer reads them itself)
+    reserved_names: tuple[str, ...] = ()
     imports: tuple[str, ...] = ()
     detect_python: Callable[[PySource], Loc | None] | None = None
     detect_command: Callable[[Command, InputFile | None], bool] = _never

@@ -57,6 +57,12 @@ def defaults(algorithm: Algorithm) -> dict[str, tuple[object, str]]:
     return {}
 
 
+def optimizer_defaults(algorithm: Algorithm) -> dict[str, tuple[float, str]]:
+    """types.AdamParams' own defaults: what a Tinker script trains with when it passes only the rate."""
+    return {"beta1": (0.9, "AdamParams.beta1"), "beta2": (0.95, "AdamParams.beta2"), "eps": (1e-12, "AdamParams.eps"),
+            "weight_decay": (0.0, "AdamParams.weight_decay"), "grad_clip_norm": (0.0, "AdamParams.grad_clip_norm")}
+
+
 def analyze(project: Project, ev: Evidence) -> None:
     for f in project.pythons():
         src = f.python
@@ -157,7 +163,7 @@ def _calls(src: PySource, ev: Evidence) -> None:
         elif name == "AdamParams" or call.name == "AdamParams":
             ev.setting("learning_rate", call.kwarg("learning_rate"))
             ev.construct("types.AdamParams(...)", call.loc, "the same on MinT",
-                         "0.22 defaults: beta2=0.95, eps=1e-12, weight_decay=0; pass them if the source relied on others")
+                         "train.py passes the same Adam settings (OPTIMIZER), the 0.22 defaults where the source states none")
         elif name == "forward_backward":
             loss = call.kwarg("loss_fn") or call.arg(1)
             if loss is not None and isinstance(loss.value, str):
@@ -356,6 +362,7 @@ ANALYZER = Analyzer(
             "Usually written for tinker 0.38",
     analyze=analyze,
     defaults=defaults,
+    optimizer_defaults=optimizer_defaults,
     imports=("tinker", "tinker_cookbook", "mint"),
     detect_command=lambda command, script: (command.module or command.script or "").startswith("tinker_cookbook"),
 )

@@ -433,6 +433,13 @@ def defaults(algorithm: Algorithm) -> dict[str, tuple[object, str]]:
     return {**_TRAINING_ARGUMENTS, **_DEFAULTS.get(algorithm, {})}
 
 
+def optimizer_defaults(algorithm: Algorithm) -> dict[str, tuple[float, str]]:
+    """transformers' TrainingArguments, which every TRL config extends (AdamW, clipping at 1.0)."""
+    return {"beta1": (0.9, "TrainingArguments.adam_beta1"), "beta2": (0.999, "TrainingArguments.adam_beta2"),
+            "eps": (1e-8, "TrainingArguments.adam_epsilon"), "weight_decay": (0.0, "TrainingArguments.weight_decay"),
+            "grad_clip_norm": (1.0, "TrainingArguments.max_grad_norm")}
+
+
 def _is_trl_command(command, script) -> bool:
     return command.program == "trl"
 
@@ -443,6 +450,7 @@ ANALYZER = Analyzer(
             "`trl sft ...`, recipe YAMLs (`model_name_or_path`, `learning_rate`, ...)",
     analyze=analyze,
     defaults=defaults,
+    optimizer_defaults=optimizer_defaults,
     imports=("trl",),
     detect_command=_is_trl_command,
     detect_config=looks_like_recipe,

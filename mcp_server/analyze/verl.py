@@ -80,6 +80,17 @@ def defaults(algorithm: Algorithm) -> dict[str, tuple[object, str]]:
     return DEFAULTS_SFT if algorithm == "sft" else DEFAULTS_RL
 
 
+def optimizer_defaults(algorithm: Algorithm) -> dict[str, tuple[float, str]]:
+    """verl's FSDP AdamW: the actor's optim config (RL) or the SFT trainer's optim config."""
+    if algorithm == "sft":
+        return {"beta1": (0.9, "optim.betas[0]"), "beta2": (0.95, "optim.betas[1]"), "eps": (1e-8, "torch AdamW eps"),
+                "weight_decay": (0.01, "optim.weight_decay"), "grad_clip_norm": (1.0, "optim.clip_grad")}
+    return {"beta1": (0.9, "actor_rollout_ref.actor.optim.betas[0]"),
+            "beta2": (0.999, "actor_rollout_ref.actor.optim.betas[1]"), "eps": (1e-8, "torch AdamW eps"),
+            "weight_decay": (0.01, "actor_rollout_ref.actor.optim.weight_decay"),
+            "grad_clip_norm": (1.0, "actor_rollout_ref.actor.grad_clip")}
+
+
 def is_verl_command(command: Command) -> bool:
     target = command.module or command.script or ""
     return target.startswith(("verl.", "recipe.")) or "/verl/" in target
@@ -324,6 +335,7 @@ ANALYZER = Analyzer(
             "`ppo_trainer.yaml`, `fsdp_sft_trainer`, a `compute_score` reward module",
     analyze=analyze,
     defaults=defaults,
+    optimizer_defaults=optimizer_defaults,
     imports=("verl",),
     detect_python=detect_python,
     detect_command=lambda command, script: is_verl_command(command),
