@@ -9,9 +9,12 @@ a crash (any other exception) are counted apart, and score nothing for their cas
 
 The holdout third is for the final report: for it only the figures are printed, never the misses,
 unless --show-holdout-misses is given. Whoever works on the analyzer runs the default (dev) split.
+Every split but dev is held out this way, the blind holdout2 manifest (issue 23) included:
 
     python bench/real_world/fetch_corpus.py                  # once: rebuild the corpus texts
     python bench/real_world_accuracy.py [--split dev|holdout|all] [--case ID] [--json]
+    python bench/real_world/fetch_corpus.py --manifest bench/real_world/holdout2.json
+    python bench/real_world_accuracy.py --manifest bench/real_world/holdout2.json --split holdout2
 """
 
 import argparse
@@ -219,10 +222,12 @@ def analyzer_revision() -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--split", choices=["dev", "holdout", "all"], default="dev")
+    parser.add_argument("--split", default="dev", help="dev (default), holdout, holdout2 or all: a split the manifest names")
     parser.add_argument("--case", action="append", default=[], help="only this case id (repeatable)")
-    parser.add_argument("--corpus", type=Path, default=CORPUS, help=f"the rebuilt corpus (default {CORPUS})")
-    parser.add_argument("--manifest", type=Path, default=MANIFEST)
+    parser.add_argument("--corpus", type=Path, default=None,
+                        help=f"the rebuilt corpus (default {CORPUS}, or .corpus-<name> beside another manifest)")
+    parser.add_argument("--manifest", type=Path, default=MANIFEST,
+                        help="the labelled cases (default manifest.json; the blind holdout is holdout2.json)")
     parser.add_argument("--json", action="store_true", help="print one JSON document instead of text")
     parser.add_argument("--show-holdout-misses", action="store_true",
                         help="also list the holdout cases' misses and breakdowns (the final report only)")
@@ -230,6 +235,13 @@ def main() -> int:
 
     manifest = json.loads(args.manifest.read_text())
     keys = manifest["settings_keys"]
+    names = sorted({c["split"] for c in manifest["cases"]})
+    if args.split != "all" and args.split not in names:
+        print(f"{args.manifest} has no split {args.split!r}; its splits: {', '.join(names)} (or all)", file=sys.stderr)
+        return 2
+    if args.corpus is None:
+        # the same folder fetch_corpus.py writes for this manifest
+        args.corpus = CORPUS if args.manifest.resolve() == MANIFEST else CORPUS.parent / f".corpus-{args.manifest.stem}"
     cases = [c for c in manifest["cases"] if args.split == "all" or c["split"] == args.split]
     if args.case:
         unknown = set(args.case) - {c["id"] for c in manifest["cases"]}
@@ -239,8 +251,10 @@ def main() -> int:
         cases = [c for c in manifest["cases"] if c["id"] in args.case]
     missing = [c["id"] for c in cases if not all((args.corpus / c["id"] / f["path"]).is_file() for f in c["files"])]
     if missing:
+        rebuild = "python bench/real_world/fetch_corpus.py" + \
+            ("" if args.manifest.resolve() == MANIFEST else f" --manifest {args.manifest}")
         print(f"{len(missing)} case(s) are not in {args.corpus} (first: {missing[0]}). Rebuild the corpus: "
-              "python bench/real_world/fetch_corpus.py", file=sys.stderr)
+              f"{rebuild}", file=sys.stderr)
         return 2
 
     start = time.perf_counter()
@@ -253,8 +267,8 @@ def main() -> int:
     seconds = time.perf_counter() - start
 
     show_holdout = args.show_holdout_misses
-    splits = {"dev": [r for r in results if r["split"] == "dev"],
-              "holdout": [r for r in results if r["split"] == "holdout"]}
+    splits = {name: [r for r in results if r["split"] == name]
+              for name in ["dev"] + sorted({r["split"] for r in results} - {"dev"})}
     blocks = {}
     if len({r["split"] for r in results}) > 1 or args.split == "all":
         blocks["all"] = (figures(results, keys), breakdown(results, keys))
@@ -279,15 +293,14 @@ def main() -> int:
     print(f"real-world corpus ({args.manifest.relative_to(ROOT) if args.manifest.is_relative_to(ROOT) else args.manifest}): "
           f"{len(results)} cases ({', '.join(f'{fw} {n}' for fw, n in sorted(counts.items()))}); split {args.split}")
     print(f"analyzer at {meta['analyzer_revision']}; {meta['machine']}; {seconds:.1f} s")
-    titles = {"all": "whole selection", "dev": "dev split", "holdout": "holdout split (figures only)"}
-    if show_holdout:
-        titles["holdout"] = "holdout split"
+    titles = {"all": "whole selection", "dev": "dev split"}
+    titles.update({name: f"{name} split" + ("" if show_holdout else " (figures only)") for name in splits if name != "dev"})
     for name, (fig, detail) in blocks.items():
         print_block(titles[name], fig, detail)
     print(f"\n== misses ({len(misses)} of {len(shown)} cases shown have any) ==")
     for case_id, lines in misses.items():
         split = next(r["split"] for r in results if r["id"] == case_id)
-        print(f"{case_id}{' [holdout]' if split == 'holdout' else ''}")
+        print(f"{case_id}{f' [{split}]' if split != 'dev' else ''}")
         for line in lines:
             print(f"    {line}")
     if hidden:

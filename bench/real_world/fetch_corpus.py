@@ -9,7 +9,10 @@ Each case gets its own folder holding only the files the case names (what a user
 `context` file that sits beside them), so the analyzer sees exactly the case and nothing else.
 Every file is checked against the git blob id recorded in the manifest.
 
-    python bench/real_world/fetch_corpus.py [--out DIR] [--mirrors DIR]
+    python bench/real_world/fetch_corpus.py [--manifest PATH] [--out DIR] [--mirrors DIR]
+
+Another manifest (the blind holdout2.json) is rebuilt into a folder of its own, .corpus-<name>, since
+a rebuild removes the case folders its manifest does not name.
 
 Snapshots are read from MIRRORS/<owner>+<name>/repo (a bare git directory), the layout the agent
 session's `fetch` tool produces under /work/.mirror. The script never goes to the network.
@@ -29,6 +32,12 @@ MANIFEST = HERE / "manifest.json"
 DEFAULT_OUT = HERE / ".corpus"
 DEFAULT_MIRRORS = Path(os.environ.get("MINT_CORPUS_MIRRORS", "/work/.mirror"))
 MARKER = ".fetch_corpus"  # marks a folder this script owns, so stale case folders can be removed safely
+
+
+def default_out(manifest: Path) -> Path:
+    """manifest.json rebuilds into .corpus; any other manifest into .corpus-<its name>, so that rebuilding
+    one corpus never deletes another's case folders."""
+    return DEFAULT_OUT if manifest.resolve() == MANIFEST else HERE / f".corpus-{manifest.stem}"
 
 
 def git_dir(mirrors: Path, repo: str) -> Path | None:
@@ -96,11 +105,15 @@ def cited_lines_exist(case: dict, texts: dict[str, str]) -> list[str]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"where to write the corpus (default {DEFAULT_OUT})")
+    parser.add_argument("--out", type=Path, default=None,
+                        help=f"where to write the corpus (default {DEFAULT_OUT}, or .corpus-<name> beside another manifest)")
     parser.add_argument("--mirrors", type=Path, default=DEFAULT_MIRRORS,
                         help="folder of snapshots <owner>+<name>/repo (default /work/.mirror, or $MINT_CORPUS_MIRRORS)")
-    parser.add_argument("--manifest", type=Path, default=MANIFEST)
+    parser.add_argument("--manifest", type=Path, default=MANIFEST,
+                        help="the cases to rebuild (default manifest.json; the blind holdout is holdout2.json)")
     args = parser.parse_args()
+    if args.out is None:
+        args.out = default_out(args.manifest)
 
     cases = json.loads(args.manifest.read_text())["cases"]
     problems = check_labels(cases)
