@@ -99,8 +99,11 @@ def score_case(case: dict, case_dir: Path, keys: list[str]) -> dict:
         want = expected["settings"].get(key)
         entry = {"expected": want, "got": None, "ok": False, "stated": want is not None}
         result["keys"][key] = entry
+    result["ledger"] = {"found": 0, "total": len(expected.get("stated", [])), "missed": [], "items": 0,
+                        "incomplete": 0}
     if result["status"] != "ok":
         return result
+    result["ledger"] = score_ledger(case["expected"].get("stated", []), getattr(plan, "ledger", []))
     result["got_framework"] = getattr(plan, "framework", None)
     result["got_algorithm"] = getattr(plan, "algorithm", None)
     result["framework_ok"] = result["got_framework"] == expected["framework"]
@@ -118,6 +121,24 @@ def score_case(case: dict, case_dir: Path, keys: list[str]) -> dict:
             entry["ok"] = got is not None and same_value(want["value"], got.get("value")) and \
                 want["source"] == got.get("source")
     return result
+
+
+def ledger_key(key: str) -> str:
+    """The labels write a key as the source does; `--learning-rate` and `learning_rate` are one name."""
+    return key.lstrip("-+~").replace("-", "_")
+
+
+def score_ledger(expected: list[dict], ledger: list) -> dict:
+    """Ledger recall: a labelled item is found when the plan's ledger has an item of the same name and
+    the same value (issue 22). Items the ledger writes without a source or a disposition are counted."""
+    got: dict[str, list] = {}
+    for item in ledger:
+        got.setdefault(ledger_key(item.key), []).append(item.value)
+    missed = [want for want in expected
+              if not any(same_value(want["value"], value) for value in got.get(ledger_key(want["key"]), []))]
+    incomplete = sum(1 for item in ledger if not item.source or not item.disposition)
+    return {"found": len(expected) - len(missed), "total": len(expected), "missed": missed, "items": len(ledger),
+            "incomplete": incomplete}
 
 
 def miss_kind(entry: dict) -> str:
@@ -146,6 +167,8 @@ def figures(results: list[dict], keys: list[str]) -> dict:
         "settings": [sum(e["ok"] for e in entries), len(entries)],
         "settings_stated": [sum(e["ok"] for e in stated), len(stated)],
         "settings_null": [sum(e["ok"] for e in nulls), len(nulls)],
+        "ledger": [sum(r["ledger"]["found"] for r in results), sum(r["ledger"]["total"] for r in results)],
+        "ledger_incomplete": sum(r["ledger"]["incomplete"] for r in results),
         "refused": sum(r["status"] == "refused" for r in results),
         "crashed": sum(r["status"] == "crashed" for r in results),
     }
@@ -176,6 +199,8 @@ def print_block(title: str, block: dict, detail: dict | None) -> None:
     print(f"  settings, value and file:line exact (18 keys x cases)  {pct(block['settings'])}")
     print(f"    stated in the inputs (must be found)  {pct(block['settings_stated'])}")
     print(f"    not stated (must stay null)           {pct(block['settings_null'])}")
+    print(f"  ledger recall, key and value (every stated setting)  {pct(block['ledger'])}; "
+          f"items without a source or disposition: {block['ledger_incomplete']}")
     print(f"  refusals (clean MintMigrateError): {block['refused']}   crashes: {block['crashed']}")
     if detail is None:
         return
@@ -206,6 +231,8 @@ def case_misses(result: dict) -> list[str]:
             f"{json.dumps(e['expected']['value'])} at {e['expected']['source']}"
         got = "null" if e["got"] is None else f"{json.dumps(e['got'].get('value'))} at {e['got'].get('source')}"
         lines.append(f"{key}: {miss_kind(e)}; expected {want}, got {got}")
+    for want in result.get("ledger", {}).get("missed", []):
+        lines.append(f"ledger: {want['key']} = {json.dumps(want['value'])} at {want['source']} not in the ledger")
     return lines
 
 

@@ -21,6 +21,7 @@ from mcp_server.analyze.evidence import Level, Loc, Value
 from mcp_server.analyze.inputs import InputFile, Project
 from mcp_server.analyze.pycommon import OPTIMIZERS
 from mcp_server.analyze.pyvalues import CallSite, PySource
+from mcp_server.analyze.scalars import parse_scalar
 from mcp_server.analyze.synonyms import looks_like_setting
 from mcp_server.pyindex import field_default
 
@@ -118,8 +119,9 @@ def _winners(found: list[Stated]) -> list[Stated]:
 def _shell(f: InputFile) -> list[Stated]:
     out = []
     for name, value in f.shell.exports.items():
-        if _plain(value.value):
-            out.append(Stated(name, value.value, value.loc, value.level, "env"))
+        scalar = parse_scalar(value.value) if isinstance(value.value, str) else value.value
+        if _plain(scalar):
+            out.append(Stated(name, scalar, value.loc, value.level, "env"))
     return out
 
 
@@ -152,6 +154,14 @@ def _yaml(f: InputFile) -> list[Stated]:
     for key, value in f.yaml.values.items():
         if _plain(value.value):
             out.append(Stated(key, value.value, value.loc, value.level, "config"))
+        elif isinstance(value.value, list) and all(isinstance(v, dict) for v in value.value):
+            # a list of mappings (a TRL dataset_mixture): each scalar as `key[i].name`, at its own line
+            for i, entry in enumerate(value.value):
+                for name, item in entry.items():
+                    line = f.yaml.item_lines.get(f"{key}.{i}.{name}", value.loc.line)
+                    if _plain(item) and item is not None:
+                        out.append(Stated(f"{key}[{i}].{name}", item, Loc(value.loc.path, line), value.level,
+                                          "config"))
     return out
 
 
@@ -169,7 +179,34 @@ def _python(f: InputFile) -> list[Stated]:
     out += _fields(src)
     out += _assignments(src)
     out += _calls(src)
+    out += _entry_defaults(src)
     return out
+
+
+# Functions whose parameters are the run's settings: a script's entry point (also when `fire.Fire`
+# or a CLI library builds the command line from it) and verl's reward entry.
+_ENTRY_NAMES = {"main", "train", "compute_score", "run", "finetune"}
+
+
+def _entry_defaults(src: PySource) -> list[Stated]:
+    fired = {dotted for call in src.calls if call.name in ("Fire", "run", "command", "CLI")
+             for arg in call.node.args[:1] if (dotted := _name_of(arg.value))}
+    out = []
+    for name, info in src.functions.items():
+        if "@" in name or not (name in _ENTRY_NAMES or name in fired):
+            continue
+        for param in info.params.values():
+            if param.default is None or not _literal_node(param.default):
+                continue
+            value = src.evaluate(param.default, None)
+            if value is None or value.value is None or not _plain(value.value):
+                continue
+            out.append(Stated(param.name, value.value, value.loc, Level.DEFAULT, "argparse", owner=name))
+    return out
+
+
+def _name_of(node: cst.BaseExpression) -> str | None:
+    return node.value if isinstance(node, cst.Name) else None
 
 
 def _hydra(src: PySource) -> list[Stated]:
@@ -218,7 +255,7 @@ def _assignments(src: PySource) -> list[Stated]:
     out = []
     for name, assignments in src.assigns.items():
         for a in assignments:
-            if len(a.targets) != 1 or name.startswith("_") or not _literal_node(a.value):
+            if len(a.targets) != 1 or name.startswith("__") or not _literal_node(a.value):
                 continue
             local = a.scope is not None
             if local and not (name.isupper() or looks_like_setting(name)):
@@ -255,9 +292,14 @@ def _dict_entries(src: PySource, node: cst.BaseExpression, scope) -> list[Stated
 def _calls(src: PySource) -> list[Stated]:
     out = []
     for call in src.calls:
-        if not is_setting_call(call.name) or call.switched_off():
+        if call.switched_off():
             continue
-        out += _call_items(src, call)
+        if is_setting_call(call.name):
+            out += _call_items(src, call)
+        if is_setting_call(call.name) or call.name in ("apply", "update", "override", "replace"):
+            for arg in call.node.args:  # `blueprint.apply({"learning_rate": 4e-5, ...})`
+                if isinstance(arg.value, cst.Dict):
+                    out += _dict_entries(src, arg.value, call.scope)
     return out
 
 

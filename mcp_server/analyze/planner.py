@@ -98,6 +98,9 @@ _FILLABLE = ("base_model", "dataset", "learning_rate", "gradient_accumulation_st
 
 
 _TEXT_SETTINGS = ("base_model", "dataset", "lora.target_modules")
+# Sampling and policy-loss settings: a training setting only in an RL run (in an SFT script a
+# `temperature` is its evaluation's).
+_RL_ONLY = ("num_generations", "kl_coef", "clip_ratio", "temperature")
 
 
 def _fill_from_harvest(ev: Evidence, stated: list[Stated], reserved: tuple[str, ...]) -> None:
@@ -106,10 +109,12 @@ def _fill_from_harvest(ev: Evidence, stated: list[Stated], reserved: tuple[str, 
     would have to know which one the run uses); nor do names the framework uses for something else
     (`reserved`: OpenRLHF's PPO `max_epochs` is updates per batch), unresolved interpolations, or
     LoRA options when the inputs switch LoRA off."""
+    vote = ev.algorithm()
+    rl = vote is not None and vote.algorithm in ("grpo", "ppo", "reinforce", "distillation")
     lora_off = any((s.norm.rsplit(".", 1)[-1] in ("use_peft", "use_lora", "lora") and s.value is False)
                    or (s.norm.rsplit(".", 1)[-1] in ("lora_rank", "lora_r") and s.value == 0) for s in stated)
     for key in _FILLABLE:
-        if ev.best(key) is not None or (lora_off and key.startswith("lora.")):
+        if ev.best(key) is not None or (lora_off and key.startswith("lora.")) or (key in _RL_ONLY and not rl):
             continue
         found = [s for s in stated if (m := meaning(s.key, s.owner)) is not None and m.family == "setting"
                  and m.concept == key and s.norm.rsplit(".", 1)[-1] not in reserved and _usable(key, s.value)]

@@ -451,6 +451,7 @@ ANALYZER = Analyzer(
     analyze=analyze,
     defaults=defaults,
     optimizer_defaults=optimizer_defaults,
+    reserved_names=("model_name_or_path",),  # PPO examples load only the tokenizer from it
     imports=("trl",),
     detect_command=_is_trl_command,
     detect_config=looks_like_recipe,

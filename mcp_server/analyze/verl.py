@@ -336,6 +336,7 @@ ANALYZER = Analyzer(
     analyze=analyze,
     defaults=defaults,
     optimizer_defaults=optimizer_defaults,
+    reserved_names=("kl_loss_coef", "kl_coef"),  # the reader knows when the KL term is on
     imports=("verl",),
     detect_python=detect_python,
     detect_command=lambda command, script: is_verl_command(command),
