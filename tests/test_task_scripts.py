@@ -182,6 +182,11 @@ def test_sft_source_formats(tmp_path, tiny_tokenizer_dir, capsys, monkeypatch):
     out = dry_run_rows(tmp_path, "sft", templated, tiny_tokenizer_dir, capsys, monkeypatch, prompt_template="User: {}\nAssistant:",
                        fields={"prompt": "input", "completion": "output"})
     assert json.loads(out.split("PROMPT ", 1)[1].splitlines()[0]) == "User: 2+2?\nAssistant:"
+    # A template whose placeholder comes first (issue 22: it was dropped, every prompt "started with" "").
+    boxed = "{} Put the answer in \\boxed{}."
+    out = dry_run_rows(tmp_path, "sft", templated, tiny_tokenizer_dir, capsys, monkeypatch, prompt_template=boxed,
+                       fields={"prompt": "input", "completion": "output"})
+    assert json.loads(out.split("PROMPT ", 1)[1].splitlines()[0]) == "2+2? Put the answer in \\boxed{}."
     conversational = [{"prompt": [{"role": "user", "content": "2+2?"}],
                        "completion": [{"role": "assistant", "content": "4"}]}]
     out = dry_run_rows(tmp_path, "sft", conversational, tiny_tokenizer_dir, capsys, monkeypatch, fields={})

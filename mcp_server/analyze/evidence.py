@@ -6,6 +6,7 @@ a literal in the training code beats the command line, which beats a config file
 usage example in a docstring, which beats a default written in the script (argparse/dataclass).
 """
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Any
@@ -64,6 +65,10 @@ class Evidence:
     warnings: list[PlanWarning] = field(default_factory=list)
     constructs: list[Construct] = field(default_factory=list)
     tinker_fixes: list[Construct] = field(default_factory=list)
+    # every setting the inputs state (harvest.py), offered to the readers before they run; what a
+    # reader does not set itself, the planner fills afterwards through the synonym table
+    stated: list = field(default_factory=list)
+    meaning_of: Callable[[str, str], Any] | None = None
 
     def setting(self, key: str, value: Value | None) -> None:
         """Offer a value for a Settings key (or a lora part). None values say nothing and are dropped."""
@@ -78,6 +83,19 @@ class Evidence:
             return None
         top = max(v.level for v in values)
         return [v for v in values if v.level == top][-1]
+
+    def harvested(self, concept: str) -> Value | None:
+        """The value the inputs state under a name that means `concept` (the synonym table), when
+        they state exactly one."""
+        if self.meaning_of is None:
+            return None
+        found = [s for s in self.stated if (m := self.meaning_of(s.key, s.owner)) is not None
+                 and m.family == "setting" and m.concept == concept]
+        values = {repr(s.value) for s in found}
+        if len(values) != 1:
+            return None
+        best = max(found, key=lambda s: s.level)
+        return Value(best.value, best.loc, best.level)
 
     def extra(self, key: str, value: Value | None) -> None:
         """A fact that is not a Settings key but shapes the MinT choices (world size, loss type...)."""

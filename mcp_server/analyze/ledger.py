@@ -39,6 +39,7 @@ REASONS = {
           "advantages with reference log-probs from the step-0 sampler (as tinker-cookbook does), or train "
           "without it",
     "run": "train.py does not use this option",
+    "input": "the config file the run reads: this migration read it too (its settings are items of their own)",
     "algorithm.gae": "MinT has no value model: GAE and the critic's settings cannot move; the GRPO scaffold's "
                      "group baseline replaces them",
     "algorithm.entropy": "train.py's losses have no entropy bonus: add it to a forward_backward_custom loss if "
@@ -149,6 +150,8 @@ def _other_item(plan: MigrationPlan, s: Stated, canonical: dict[str, Value | Non
         return LedgerItem(**base, disposition="not_carried", reason=REASONS["unknown"])
     if m.family == "server":
         return LedgerItem(**base, disposition="server_side", reason=REASONS["server"])
+    if m.family == "input":
+        return LedgerItem(**base, disposition="carried", reason=REASONS["input"])
     if m.family == "optimizer":
         return _optimizer_item(base, s, m, optimizer)
     if m.family == "schedule":
@@ -251,6 +254,8 @@ def _schedule_item(plan: MigrationPlan, base: dict, m: Meaning) -> LedgerItem:
         return LedgerItem(**base, disposition="not_carried",
                           reason="train.py's schedule floor is a share of the rate (min_lr_ratio), not an absolute "
                                  "rate: set LR_SCHEDULE's min_lr_ratio to min_lr / learning rate")
+    if kept is None and as_number(value) == 0:
+        kept = 0  # no warmup, no floor: what train.py's schedule does when it is not told otherwise
     if kept is None:
         return LedgerItem(**base, disposition="not_carried", reason="train.py's schedule does not use it "
                           "(LR_SCHEDULE in train.py is where warmup and decay are set)")
@@ -377,7 +382,8 @@ def candidates(texts: dict[str, str], missing: list[str], limit: int = 5) -> dic
         for label, text in texts.items():
             for number, line in enumerate(text.splitlines(), 1):
                 low = line.lower()
-                if any(_word_in(w, low) for w in words):
+                reward_def = key == "reward_functions" and low.lstrip().startswith("def ") and "reward" in low
+                if reward_def or any(_word_in(w, low) for w in words):
                     hits.append(f"{Loc(label, number)}: {line.strip()[:160]}")
                     if len(hits) >= limit:
                         break

@@ -33,11 +33,11 @@ def analyze_inputs(source_path: Path, config_paths: list[Path], confirmed: list[
     caller read in the inputs, `key=value@file:line`, each checked against its line (confirm.py)."""
     project = load_project(Path(source_path), [Path(p) for p in config_paths])
     framework, where = detect(project)
-    ev = Evidence()
+    stated = harvest(project)
+    ev = Evidence(stated=stated, meaning_of=meaning)
     reader = analyzer(framework)
     reader.analyze(project, ev)
     _launch_context(project, ev)
-    stated = harvest(project)
     _fill_from_harvest(ev, stated, reader.reserved_names)
     agent = confirm.apply(confirm.parse_all(confirmed or []), project, ev)
     vote = ev.algorithm()
@@ -111,17 +111,28 @@ def _fill_from_harvest(ev: Evidence, stated: list[Stated], reserved: tuple[str, 
     LoRA options when the inputs switch LoRA off."""
     vote = ev.algorithm()
     rl = vote is not None and vote.algorithm in ("grpo", "ppo", "reinforce", "distillation")
+    leaves = {s.norm.rsplit(".", 1)[-1]: s.value for s in stated}
+    kl_off = leaves.get("disable_kl") is True or (leaves.get("use_kl_loss") is False
+                                                  and leaves.get("use_kl_in_reward") is not True)
     lora_off = any((s.norm.rsplit(".", 1)[-1] in ("use_peft", "use_lora", "lora") and s.value is False)
                    or (s.norm.rsplit(".", 1)[-1] in ("lora_rank", "lora_r") and s.value == 0) for s in stated)
     for key in _FILLABLE:
-        if ev.best(key) is not None or (lora_off and key.startswith("lora.")) or (key in _RL_ONLY and not rl):
+        if ev.best(key) is not None or (lora_off and key.startswith("lora.")) or (key in _RL_ONLY and not rl) \
+                or (key == "kl_coef" and kl_off):
             continue
         found = [s for s in stated if (m := meaning(s.key, s.owner)) is not None and m.family == "setting"
-                 and m.concept == key and s.norm.rsplit(".", 1)[-1] not in reserved and _usable(key, s.value)]
+                 and m.concept == key and not _reserved(s.norm, reserved) and _usable(key, s.value)]
         values = {repr(s.value) for s in found}
         if len(values) == 1:
             best = max(found, key=lambda s: s.level)
             ev.setting(key, Value(best.value, best.loc, best.level))
+            if key == "lora.rank" and "used_lora" not in ev.extras:
+                ev.extra("used_lora", Value(True, best.loc, best.level))  # the stated rate is already a LoRA rate
+
+
+def _reserved(norm: str, reserved: tuple[str, ...]) -> bool:
+    """A name the framework reader owns: its last part, or a dotted ending (`kl_ctrl.kl_coef`)."""
+    return any(norm == r or norm.endswith("." + r) for r in reserved)
 
 
 def _usable(key: str, value: object) -> bool:

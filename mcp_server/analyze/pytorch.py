@@ -239,7 +239,7 @@ def _algorithm(src: PySource, ev: Evidence) -> None:
                              "the teacher's logprobs come from MinT; forward KL on logits becomes reverse KL on "
                              "sampled tokens (on-policy distillation)")
     elif ("generate" in calls and ("advantage" in text or "reward" in text)) or _policy_gradient_update(src, calls, text):
-        group = ev.best("num_generations")
+        group = ev.best("num_generations") or ev.harvested("num_generations")
         grouped = (group is not None and (as_int(group.value) or 0) > 1) or "per_group" in text or "group_rewards" in text
         algorithm = "grpo" if grouped else "reinforce"
         where = first.get("generate") or first.get("backward")

@@ -39,7 +39,8 @@ _NAMES: dict[str, Meaning] = {
         "learning_rate": "learning_rate lr actor_learning_rate policy_learning_rate optim_lr",
         "per_device_batch_size": "per_device_train_batch_size micro_train_batch_size micro_batch_size "
                                  "ppo_micro_batch_size_per_gpu micro_batch_size_per_gpu local_batch_size "
-                                 "train_micro_batch_size_per_gpu per_device_batch_size",
+                                 "train_micro_batch_size_per_gpu per_device_batch_size "
+                                 "micro_batch_size_per_device_for_update",
         "global_batch_size": "train_batch_size global_batch_size batch_size groups_per_batch rollout_batch_size "
                              "prompts_per_step num_prompts_per_step",
         "gradient_accumulation_steps": "gradient_accumulation_steps grad_accum_steps accumulation_steps "
@@ -100,6 +101,9 @@ _NAMES: dict[str, Meaning] = {
         "schedule.min_lr_ratio": "min_lr_ratio min_lr_rate",
         "schedule.min_lr": "min_lr",
     }),
+    **_table("input", {
+        "input.config": "config config_file config_path config_name cfg recipe",
+    }),
     **_table("run", {
         "seed": "seed random_seed data_seed",
         "save_every": "save_steps save_freq save_every save_interval checkpoint_interval save_every_n_steps "
@@ -108,7 +112,7 @@ _NAMES: dict[str, Meaning] = {
     }),
     **_table("data", {
         "data.system_prompt": "system_prompt system_message",
-        "data.prompt_template": "prompt_template template instruction_template prompt_format",
+        "data.prompt_template": "prompt_template template instruction_template prompt_format format_prompt",
         "data.prompt_key": "prompt_key dataset_text_field input_key text_field prompt_field question_key "
                            "prompt_column",
         "data.answer_key": "answer_key label_key output_key response_key completion_key chosen_key rejected_key "
@@ -131,7 +135,7 @@ _NAMES: dict[str, Meaning] = {
         "sampling.do_sample": "do_sample",
     }),
     **_table("kl", {
-        "kl.use_kl_loss": "use_kl_loss use_kl_in_reward",
+        "kl.use_kl_loss": "use_kl_loss use_kl_in_reward disable_kl",
         "kl.kl_type": "kl_loss_type kl_penalty kl_estimator kl_type",
         "kl.target": "target_kl kl_target",
         "kl.horizon": "horizon kl_horizon",
@@ -148,7 +152,7 @@ _NAMES: dict[str, Meaning] = {
                   "disable_ds_ckpt max_ckpt_to_keep",
     }),
     **_table("eval", {
-        "eval": "eval_steps eval_strategy evaluation_strategy test_freq val_files eval_dataset eval_every "
+        "eval": "val_freq eval_freq eval_steps eval_strategy evaluation_strategy test_freq val_files eval_dataset eval_every "
                 "val_before_train per_device_eval_batch_size eval_batch_size val_batch_size eval_interval "
                 "do_eval eval_accumulation_steps eval_split test_split val_data eval_data eval_temperature "
                 "val_kwargs num_eval_samples validation_split eval_on_start",
@@ -188,8 +192,8 @@ _GENERIC = {"n", "r", "rank", "alpha", "template", "mode", "device", "dtype", "i
             "optimizer", "optim", "seed"}
 # Whose setting: a dotted part, or a prefix of the name, that says it is not the policy's
 # (verl's `actor_rollout_ref` is the policy's: whole parts are compared, not substrings).
-_OTHER_MODELS = {"critic", "ref", "reference", "reward_model", "rm", "teacher", "value", "judge", "reward",
-                 "value_model", "ref_model"}
+_OTHER_MODELS = {"critic", "ref", "reference", "reward_model", "rm", "teacher", "value", "judge", "value_model",
+                 "ref_model"}
 # Dotted endings whose meaning the last part alone does not tell.
 _SUFFIXES: dict[str, Meaning] = {
     "rollout.name": Meaning("server", "server"), "rollout.mode": Meaning("server", "server"),

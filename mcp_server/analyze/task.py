@@ -359,7 +359,8 @@ def _verl(project: Project, ev: Evidence, algorithm: Algorithm, kind: ScaffoldKi
         return
     if data is not None:
         prompt_key = get("data.prompt_key") or "prompt"
-        data.fields = {"prompt": str(prompt_key), "answer": "reward_model.ground_truth"}
+        # verl forks name the answer column (EasyR1's data.answer_key); verl keeps it in reward_model
+        data.fields = {"prompt": str(prompt_key), "answer": str(get("data.answer_key") or "reward_model.ground_truth")}
         data.format = "prompt_answer"
         data.max_samples = as_int(get("data.train_max_samples")) if (as_int(get("data.train_max_samples")) or 0) > 0 \
             else None

@@ -206,6 +206,7 @@ def _rl(project: Project, config: dict[str, Value], ev: Evidence, command: Comma
         ev.construct(f"verl recipe {recipe}", where, "the MinT grpo scaffold", f"recipe-specific logic of {recipe} "
                      "(filters, schedules) has to be ported by hand")
     ev.extra("prompts_per_step", config.get("data.train_batch_size"))
+    ev.extra("global_counts_prompts", Value(True, where))  # verl's (and its forks') train batch counts prompts
     ev.extra("mini_batch", config.get("actor_rollout_ref.actor.ppo_mini_batch_size"))
 
     # the clipped objective
@@ -336,7 +337,7 @@ ANALYZER = Analyzer(
     analyze=analyze,
     defaults=defaults,
     optimizer_defaults=optimizer_defaults,
-    reserved_names=("kl_loss_coef", "kl_coef"),  # the reader knows when the KL term is on
+    reserved_names=("kl_loss_coef", "kl_ctrl.kl_coef"),  # the reader knows when the KL term is on
     imports=("verl",),
     detect_python=detect_python,
     detect_command=lambda command, script: is_verl_command(command),

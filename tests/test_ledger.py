@@ -1,0 +1,230 @@
+"""The ledger (issue 22) and values the agent confirms (issue 23): every setting the inputs state is
+carried, changed with its reason, not carried with its reason, or owned by the service; train.py
+trains with the source's optimizer, schedule and prompt; a confirmed value is checked against the
+line it cites.
+
+The fixtures under tests/fixtures/ledger are written by us in each framework's real shape.
+"""
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+from mcp_server.analyze.harvest import harvest
+from mcp_server.analyze.inputs import load_project
+from mcp_server.analyze.synonyms import meaning
+from mcp_server.errors import MintMigrateError
+from mcp_server.migrate import migrate
+
+FIXTURES = Path(__file__).parent / "fixtures" / "ledger"
+EASYR1 = (FIXTURES / "easyr1_yaml_dotlist" / "qwen3_4b_math_grpo.sh", [FIXTURES / "easyr1_yaml_dotlist" / "config.yaml"])
+PYTORCH_GRPO = (FIXTURES / "pytorch_grpo_constants" / "grpo_loop.py", [])
+TRL_GRPO = (FIXTURES / "trl_grpo_optimizer" / "grpo_math.py", [])
+VERL_KL = (FIXTURES / "verl_kl_val" / "run_grpo.sh", [])
+ALL = {"easyr1": EASYR1, "pytorch_grpo": PYTORCH_GRPO, "trl_grpo": TRL_GRPO, "verl_kl": VERL_KL}
+
+
+def run(case, tmp_path, confirmed=None):
+    source, configs = case
+    return migrate(source, configs, output_dir=None, workspace=tmp_path, overwrite=False, confirmed=confirmed)
+
+
+def constants(train_py: str) -> dict:
+    out = {}
+    for node in ast.parse(train_py).body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            try:
+                out[node.targets[0].id] = ast.literal_eval(node.value)
+            except ValueError:
+                pass
+    return out
+
+
+def section(report: str, title: str) -> str:
+    return report.split(f"## {title}", 1)[1].split("\n## ", 1)[0]
+
+
+def items(plan, key):
+    return [i for i in plan.ledger if i.key == key]
+
+
+# --- the harvest and the synonym table ----------------------------------------------------------------
+
+
+def test_the_harvest_reads_settings_by_what_they_are():
+    project = load_project(*PYTORCH_GRPO)
+    found = {s.key: s for s in harvest(project)}
+    assert found["learning_rate"].value == 1e-06 and found["learning_rate"].kind == "argparse"
+    assert found["KL_COEFFICIENT"].value == 0.04 and str(found["KL_COEFFICIENT"].loc) == "grpo_loop.py:14"
+    assert found["GENERATIONS_PER_SAMPLE"].value == 4
+    assert found["max_norm"].value == 1.0  # clip_grad_norm_(params, 1.0): a positional setting
+    assert found["WEIGHT_DECAY"].value == 0.1 and "weight_decay" not in found  # the constant is the item
+    assert "format_reward" not in found  # functions are not settings
+
+
+@pytest.mark.parametrize(("key", "owner", "concept", "family"), [
+    ("actor_rollout_ref.actor.optim.weight_decay", "", "optimizer.weight_decay", "optimizer"),
+    ("critic.optim.lr", "", "learning_rate", "other_model"),
+    ("critic_learning_rate", "", "learning_rate", "other_model"),
+    ("--adam-beta2", "", "optimizer.beta2", "optimizer"),
+    ("KL_COEFFICIENT", "", "kl_coef", "setting"),
+    ("worker.rollout.n", "", "num_generations", "setting"),
+    ("trainer.n_gpus_per_node", "", "server", "server"),
+    ("NCCL_IB_HCA", "", "server", "server"),
+    ("worker.actor.model.lora.rank", "", "lora.rank", "setting"),
+    ("rank", "LoraConfig", "lora.rank", "setting"),
+])
+def test_the_synonym_table(key, owner, concept, family):
+    m = meaning(key, owner)
+    assert m is not None and (m.concept, m.family) == (concept, family)
+
+
+def test_generic_names_are_not_settings_without_their_context():
+    assert meaning("rank") is None  # a bare rank is a LoRA rank only in a LoRA config
+    assert meaning("eps", "LayerNorm") is None
+
+
+# --- the ledger ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", list(ALL))
+def test_every_stated_setting_is_in_the_ledger_with_its_fate(name, tmp_path):
+    result = run(ALL[name], tmp_path)
+    plan = result.plan
+    project = load_project(*ALL[name])
+    keys = {i.key for i in plan.ledger}
+    for stated in harvest(project):
+        assert stated.key in keys, stated
+    cannot_move = section(result.report, "What cannot move as-is")
+    for item in plan.ledger:
+        assert item.source and item.disposition
+        if item.disposition == "not_carried":
+            assert item.reason and f"**{item.key}**" in cannot_move
+        if item.disposition == "changed":
+            assert item.reason and item.constant
+    assert "Not stated in the inputs" not in result.report  # "not found", never "not stated"
+
+
+def test_train_py_trains_with_the_sources_optimizer_and_schedule(tmp_path):
+    result = run(TRL_GRPO, tmp_path)
+    values = constants(result.train_py)
+    # stated: adam_beta2, weight_decay, max_grad_norm; TRL's own defaults for the rest, never MinT's
+    assert values["OPTIMIZER"] == {"beta1": 0.9, "beta2": 0.99, "eps": 1e-8, "weight_decay": 0.1,
+                                   "grad_clip_norm": 0.2}
+    assert "types.AdamParams(learning_rate=args.learning_rate, **OPTIMIZER)" in result.train_py
+    assert values["LR_SCHEDULE"]["type"] == "cosine" and values["LR_SCHEDULE"]["warmup_ratio"] == 0.1
+    assert values["SAVE_EVERY"] == 50
+    plan = result.plan
+    (beta2,) = items(plan, "adam_beta2")
+    assert (beta2.disposition, beta2.constant, beta2.source) == ("carried", "OPTIMIZER.beta2", "grpo_math.py:16")
+    (eps,) = items(plan, "eps")
+    assert eps.framework_default and eps.source == "trl default: TrainingArguments.adam_epsilon"
+    assert items(plan, "lr_scheduler_type")[0].disposition == "carried"
+    assert items(plan, "seed")[0].disposition == "changed" and "--seed 7" in items(plan, "seed")[0].reason
+    assert "| eps *default* |" in section(result.report, "Ledger: every setting the inputs state")
+
+
+def test_framework_and_optimizer_defaults_replace_mints(tmp_path):
+    verl = constants(run(VERL_KL, tmp_path).train_py)["OPTIMIZER"]
+    assert verl == {"beta1": 0.9, "beta2": 0.999, "eps": 1e-8, "weight_decay": 0.01, "grad_clip_norm": 1.0}
+    torch_loop = constants(run(PYTORCH_GRPO, tmp_path).train_py)["OPTIMIZER"]
+    # torch.optim.AdamW's betas, WEIGHT_DECAY and clip_grad_norm_(..., 1.0) as the loop states them
+    assert torch_loop == {"beta1": 0.9, "beta2": 0.999, "eps": 1e-8, "weight_decay": 0.1, "grad_clip_norm": 1.0}
+
+
+def test_kl_and_validation_are_said_not_dropped(tmp_path):
+    result = run(VERL_KL, tmp_path)
+    plan = result.plan
+    (kl,) = items(plan, "actor_rollout_ref.actor.kl_loss_coef")
+    assert kl.setting == "kl_coef" and kl.disposition == "not_carried" and "KL" in kl.reason
+    (val,) = items(plan, "data.val_files")
+    assert val.disposition == "not_carried" and "sampling client" in val.reason
+    assert items(plan, "trainer.n_gpus_per_node")[0].disposition == "server_side"
+    cannot_move = section(result.report, "What cannot move as-is")
+    assert "**data.val_files**" in cannot_move and "**actor_rollout_ref.actor.kl_loss_coef**" in cannot_move
+    # a zero KL (TRL GRPO's beta=0.0) is carried: train.py has no KL term either
+    trl = run(TRL_GRPO, tmp_path).plan
+    (beta,) = items(trl, "beta")
+    assert (beta.setting, beta.value, beta.disposition) == ("kl_coef", 0.0, "carried")
+
+
+def test_a_verl_fork_keeps_its_model_rank_group_and_kl(tmp_path):
+    result = run(EASYR1, tmp_path)
+    plan, values = result.plan, constants(result.train_py)
+    assert values["BASE_MODEL"] == "Qwen/Qwen3-4B"  # named by the launcher: never replaced by a default
+    assert values["LORA_RANK"] == 64 and values["GROUP_SIZE"] == 5
+    assert values["LEARNING_RATE"] == 1e-5  # the source already trains LoRA: its rate carries
+    assert values["DATA"]["fields"] == {"prompt": "problem", "answer": "answer"}
+    assert plan.settings.kl_coef.value == 0.01 and plan.settings.kl_coef.source == "config.yaml:19"
+    assert values["OPTIMIZER"]["weight_decay"] == 0.01 and values["OPTIMIZER"]["grad_clip_norm"] == 1.0
+    assert items(plan, "worker.actor.optim.lr")[0].source == "qwen3_4b_math_grpo.sh:11"  # the override wins
+    assert items(plan, "worker.rollout.tensor_parallel_size")[0].disposition == "server_side"
+
+
+def test_a_plain_grpo_loop_is_read_from_its_constants(tmp_path):
+    plan = run(PYTORCH_GRPO, tmp_path).plan
+    assert plan.algorithm == "grpo"  # rewards normalised per group of GENERATIONS_PER_SAMPLE
+    got = {k: getattr(plan.settings, k).value for k in ("learning_rate", "kl_coef", "num_generations", "temperature",
+                                                         "max_response_length")}
+    assert got == {"learning_rate": 1e-6, "kl_coef": 0.04, "num_generations": 4, "temperature": 0.9,
+                   "max_response_length": 256}
+
+
+def test_what_is_not_found_comes_with_the_lines_that_may_hold_it(tmp_path):
+    result = run(EASYR1, tmp_path)
+    candidates = result.plan.unmapped["global_batch_size"]
+    assert "config.yaml:10: rollout_batch_size: 512" in candidates
+    not_found = result.report.split("### Not found in the inputs", 1)[1].split("\n#", 1)[0]
+    assert "**global_batch_size**" in not_found and "rollout_batch_size: 512" in not_found
+
+
+# --- values the agent confirms -------------------------------------------------------------------------
+
+
+def test_the_agent_completes_a_verl_fork_with_cited_values(tmp_path):
+    result = run(EASYR1, tmp_path, confirmed=["global_batch_size=512@config.yaml:10",
+                                              "per_device_batch_size=4@config.yaml:24"])
+    plan = result.plan
+    assert plan.settings.global_batch_size.value == 512 and plan.settings.global_batch_size.source == "config.yaml:10"
+    assert "global_batch_size" not in plan.unmapped and "per_device_batch_size" not in plan.unmapped
+    assert constants(result.train_py)["GROUPS_PER_BATCH"] == 512
+    (item,) = [i for i in plan.ledger if i.setting == "global_batch_size" and i.source == "config.yaml:10"]
+    assert item.confirmed_by == "agent"
+    assert re.search(r"\| data\.rollout_batch_size \*agent\* \| `512` \| config\.yaml:10 \|", result.report)
+
+
+def test_the_agent_names_a_loops_reward_functions(tmp_path):
+    result = run(PYTORCH_GRPO, tmp_path, confirmed=["reward_functions=format_reward,correctness_reward@grpo_loop.py:44"])
+    plan = result.plan
+    assert plan.settings.reward_functions.value == ["format_reward", "correctness_reward"]
+    assert "reward_functions" not in plan.unmapped
+    assert any(i.setting == "reward_functions" and i.confirmed_by == "agent" for i in plan.ledger)
+
+
+def test_the_agent_corrects_a_value_the_analysis_read(tmp_path):
+    # the config states 1e-6; the launcher's override 1e-5 is what runs: the agent cites the override
+    result = run(EASYR1, tmp_path, confirmed=["learning_rate=1e-5@qwen3_4b_math_grpo.sh:11"])
+    assert result.plan.settings.learning_rate.value == 1e-5
+
+
+@pytest.mark.parametrize(("given", "message"), [
+    ("learning_rate=3e-4@grpo_loop.py:13", "grpo_loop.py:13 reads `GENERATIONS_PER_SAMPLE = 4`"),
+    ("learning_rate=1e-6@grpo_loop.py:999", "has 60 lines, not 999"),
+    ("learning_rate=1e-6@other.py:3", "other.py is not one of the inputs"),
+    ("warmup=3@grpo_loop.py:3", "warmup is not a setting mint-migrate plans"),
+    ("learning_rate 1e-6", "expected KEY=VALUE@FILE:LINE"),
+])
+def test_a_wrong_citation_is_refused_with_the_lines_content(given, message, tmp_path):
+    with pytest.raises(MintMigrateError, match=re.escape(message)):
+        run(PYTORCH_GRPO, tmp_path, confirmed=[given])
+
+
+def test_a_number_is_found_in_any_spelling_and_never_in_a_comment():
+    from mcp_server.analyze.confirm import holds
+
+    assert holds("    lr: 1.0e-6", 1e-6) and holds("LR = 0.000001", 1e-6) and not holds("LR = 1e-5", 1e-6)
+    assert holds("  use_kl_loss: true", True) and holds("--bf16 True", True)
+    assert not holds("x = 2  # 1e-6", 1e-6)
+    assert holds('SYSTEM = "answer # briefly"', "answer # briefly")
