@@ -24,12 +24,18 @@ Severity = Literal["error", "warning"]
 SettingValue = bool | int | float | str | list[str] | list[float]
 
 
+# `confirmed_by` appears only when set: the Settings JSON keeps DESIGN.md's {"value", "source"} shape.
+_CONFIRMED = Field(default=None, exclude_if=lambda v: v is None,
+                   description="'agent': given by the caller with a citation the tool checked against the line.")
+
+
 class Setting(BaseModel):
     """One value read from the inputs, with where it was read (`path:line`)."""
 
     model_config = ConfigDict(extra="forbid")
     value: SettingValue
     source: str
+    confirmed_by: Literal["agent"] | None = _CONFIRMED
 
 
 class LoraValue(BaseModel):
@@ -43,6 +49,7 @@ class LoraSetting(BaseModel):
     model_config = ConfigDict(extra="forbid")
     value: LoraValue
     source: str
+    confirmed_by: Literal["agent"] | None = _CONFIRMED
 
 
 class Settings(BaseModel):

@@ -110,7 +110,8 @@ def render_report(plan: MigrationPlan, tinker_fixes: list[Construct] | None = No
             where = ("not applied (see below)" if use is not None and not use.applied else
                      f"`{use.constant} = {use.value}`" if use is not None and use.constant else
                      "applied" if use is not None else "")
-            out.append(f"| {key} | {_cell(_value(setting, key))} | {_cell(setting.source)} | {_cell(where)} |")
+            agent = " *agent*" if setting.confirmed_by else ""
+            out.append(f"| {key}{agent} | {_cell(_value(setting, key))} | {_cell(setting.source)} | {_cell(where)} |")
     unset = [k for k in SETTING_KEYS if getattr(plan.settings, k) is None]
     out.append("")
     if unset:

@@ -190,6 +190,8 @@ def test_the_agent_completes_a_verl_fork_with_cited_values(tmp_path):
     assert plan.settings.global_batch_size.value == 512 and plan.settings.global_batch_size.source == "config.yaml:10"
     assert "global_batch_size" not in plan.unmapped and "per_device_batch_size" not in plan.unmapped
     assert constants(result.train_py)["GROUPS_PER_BATCH"] == 512
+    assert plan.settings.global_batch_size.confirmed_by == "agent" and plan.settings.learning_rate.confirmed_by is None
+    assert "confirmed_by" not in plan.settings.learning_rate.model_dump()  # the {"value", "source"} shape holds
     (item,) = [i for i in plan.ledger if i.setting == "global_batch_size" and i.source == "config.yaml:10"]
     assert item.confirmed_by == "agent"
     assert re.search(r"\| data\.rollout_batch_size \*agent\* \| `512` \| config\.yaml:10 \|", result.report)

@@ -1,6 +1,6 @@
 """Evidence -> the plan's Settings: the value each key would really have, with its source."""
 
-from mcp_server.analyze.evidence import LORA_PARTS, Evidence
+from mcp_server.analyze.evidence import LORA_PARTS, Evidence, Level
 from mcp_server.plan import SETTING_KEYS, LoraSetting, LoraValue, Setting, Settings
 
 
@@ -11,7 +11,8 @@ def build_settings(ev: Evidence) -> Settings:
             continue
         best = ev.best(key)
         if best is not None and coerce(best.value) is not None:
-            values[key] = Setting(value=coerce(best.value), source=str(best.loc))
+            values[key] = Setting(value=coerce(best.value), source=str(best.loc),
+                                  confirmed_by="agent" if best.level == Level.CONFIRMED else None)
     parts = {part: ev.best(part) for part in LORA_PARTS}
     if any(parts.values()):
         anchor = parts["lora.rank"] or next(v for v in parts.values() if v is not None)
@@ -23,7 +24,8 @@ def build_settings(ev: Evidence) -> Settings:
             alpha=float(alpha.value) if alpha is not None and _is_number(alpha.value) else None,
             target_modules=_modules(modules.value) if modules is not None else None,
         )
-        values["lora"] = LoraSetting(value=lora, source=str(anchor.loc))
+        values["lora"] = LoraSetting(value=lora, source=str(anchor.loc),
+                                     confirmed_by="agent" if anchor.level == Level.CONFIRMED else None)
     return Settings(**values)
 
 
