@@ -19,6 +19,22 @@ FRAMEWORKS: dict[str, str] = {
 }
 FRAMEWORK_NAMES: tuple[str, ...] = tuple(FRAMEWORKS)
 
+# How train.py calls the user's reward, by the convention of the framework it was written for: the
+# plan's RewardStyle type and MIGRATION.md's "called as" line read this table; the adapter that makes
+# each call is in scaffolds/partials/reward.py.j2. A framework whose rewards follow a convention
+# already here reuses it (tinker scripts and plain loops: tinker_env, plain).
+REWARD_STYLES: dict[str, str] = {
+    "trl": "`f(prompts=..., completions=..., completion_ids=..., **dataset_columns)` -> one float per completion "
+           "(TRL reward_funcs); several functions add up with their weights",
+    "verl": "`compute_score(data_source, solution_str, ground_truth, extra_info)` -> a float, or a dict with "
+            "'score' (verl custom_reward_function)",
+    "openrlhf": "`reward_func(queries, prompts, labels)` -> a tensor or a dict with 'rewards' (OpenRLHF)",
+    "torchforge": "`reward(prompt, response, target)` -> a float, averaged over the functions (torchforge "
+                  "RewardActor)",
+    "tinker_env": "`Env(**row).check_answer(text)` (+ check_format), as a tinker-cookbook ProblemEnv scores",
+    "plain": "`reward(completion, answer)`, or by its parameter names (prompt, answer, row)",
+}
+
 
 def framework_list(conjunction: str = "or") -> str:
     """`tinker, torchforge, ..., trl or pytorch`: for help texts."""

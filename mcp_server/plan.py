@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from mcp_server.frameworks import FRAMEWORK_NAMES
+from mcp_server.frameworks import FRAMEWORK_NAMES, REWARD_STYLES
 from mcp_server.sdk_facts import LOSS_NAMES
 
 # Built from the registry (mcp_server/frameworks.py); "unknown" is for plans that could not tell.
@@ -133,7 +133,7 @@ DataFormat = Literal[
 ]
 LrSchedule = Literal["constant", "linear", "cosine"]
 LossNormalization = Literal["sum", "token_mean", "sequence_mean", "constant"]
-RewardStyle = Literal["trl", "verl", "openrlhf", "torchforge", "tinker_env", "plain"]
+RewardStyle = Literal[tuple(REWARD_STYLES)]  # mcp_server/frameworks.py: one row per calling convention
 
 
 class DataPlan(BaseModel):

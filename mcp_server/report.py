@@ -6,6 +6,7 @@ report and the JSON plan never disagree.
 
 import json
 
+from mcp_server.frameworks import REWARD_STYLES
 from mcp_server.plan import SETTING_KEYS, Construct, MigrationPlan, Setting
 
 _KIND_TEXT = {
@@ -287,17 +288,7 @@ def _task_sections(plan: MigrationPlan) -> list[str]:
     reward = plan.reward
     if reward is not None:
         names = ", ".join(f.name + (f" (weight {f.weight:g})" if f.weight != 1 else "") for f in reward.functions)
-        call = {
-            "trl": "`f(prompts=..., completions=..., completion_ids=..., **dataset_columns)` -> one float per "
-                   "completion (TRL reward_funcs); several functions add up with their weights",
-            "verl": "`compute_score(data_source, solution_str, ground_truth, extra_info)` -> a float, or a dict with "
-                    "'score' (verl custom_reward_function)",
-            "openrlhf": "`reward_func(queries, prompts, labels)` -> a tensor or a dict with 'rewards' (OpenRLHF)",
-            "torchforge": "`reward(prompt, response, target)` -> a float, averaged over the functions (torchforge "
-                          "RewardActor)",
-            "tinker_env": "`Env(**row).check_answer(text)` (+ check_format), as a tinker-cookbook ProblemEnv scores",
-            "plain": "`reward(completion, answer)`, or by its parameter names (prompt, answer, row)",
-        }[reward.style]
+        call = REWARD_STYLES[reward.style]
         out += ["## Reward", ""]
         if reward.status == "user":
             origin = "copied verbatim into rewards.py" if reward.extract else "imported from its file, unchanged"

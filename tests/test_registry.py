@@ -61,3 +61,43 @@ def test_detection_goes_through_each_analyzer(tmp_path, name):
         pytest.skip("detected by shape, not by import")
     src = PySource(f"import {analyzer.imports[0]}\nimport torch\nloss.backward()\n", "t.py")
     assert framework_of_python(src)[0] == name
+
+
+def test_each_analyzer_owns_its_task_reader_and_reward_convention():
+    from mcp_server.frameworks import REWARD_STYLES
+    from mcp_server.plan import RewardStyle
+
+    for analyzer in analyzers():
+        assert callable(analyzer.read_task), analyzer.name
+    assert typing.get_args(RewardStyle) == tuple(REWARD_STYLES)
+    adapters = (ROOT / "scaffolds" / "partials" / "reward.py.j2").read_text()
+    for style in REWARD_STYLES:
+        assert f'style == "{style}"' in adapters or style == "plain", style  # plain is the adapter's fallback
+
+
+def test_the_registry_is_the_only_list_of_frameworks():
+    """No module but the registry's spells out the frameworks: a literal tuple, list, set or dict that
+    names three or more of them elsewhere is knowledge that adding a framework would have to find."""
+    import ast
+
+    names = set(FRAMEWORK_NAMES)
+    found = []
+    for path in sorted((ROOT / "mcp_server").rglob("*.py")):
+        if path.name == "frameworks.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            items = node.elts if isinstance(node, ast.Tuple | ast.List | ast.Set) else \
+                [k for k in node.keys if k is not None] if isinstance(node, ast.Dict) else []
+            written = {i.value for i in items if isinstance(i, ast.Constant) and isinstance(i.value, str)}
+            if len(written & names) >= 3:
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert found == []
+
+
+def test_the_task_readers_import_no_framework_module():
+    """task.py is the shared toolbox the framework modules import; it reaches them only through the registry."""
+    import ast
+
+    tree = ast.parse((ROOT / "mcp_server" / "analyze" / "task.py").read_text())
+    imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+    assert not imported & {f"mcp_server.analyze.{name}" for name in FRAMEWORK_NAMES}

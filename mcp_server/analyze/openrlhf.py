@@ -9,9 +9,19 @@ from mcp_server.analyze.evidence import Evidence, Level, Value
 from mcp_server.analyze.inputs import Project, add_file
 from mcp_server.analyze.pycommon import TEACHER_FLAG, infra_imports, server_side, teacher_warning
 from mcp_server.analyze.registry import Analyzer
-from mcp_server.analyze.scalars import as_number
+from mcp_server.analyze.scalars import as_int, as_number
 from mcp_server.analyze.shell import Arg, Command
-from mcp_server.plan import Algorithm
+from mcp_server.analyze.task import (
+    Task,
+    data_source,
+    flag,
+    normalize_loss,
+    reward_file,
+    schedule_from,
+    switch,
+    updates,
+)
+from mcp_server.plan import Algorithm, RewardFunction, RewardPlan, ScaffoldKind, Settings
 
 ENTRY_POINTS: dict[str, Algorithm] = {
     "train_sft": "sft", "train_dpo": "dpo", "train_iterative_dpo": "dpo", "train_rm": "reward_model",
@@ -239,8 +249,97 @@ def _reward(project: Project, flags: dict[str, Arg], ev: Evidence) -> None:
                  "reward_fn(prompt, completion, row) -> float in train.py",
                  "OpenRLHF returns {'rewards': ...}; MinT's reward is one float per completion")
 
+# --- the task: data, reward and schedule (the planner calls read_task through the registry) ----------
+
+
+def read_task(project: Project, ev: Evidence, algorithm: Algorithm, kind: ScaffoldKind, settings: Settings,
+              task: Task) -> None:
+    command = next((c for c in project.commands() if is_openrlhf_command(c)), None)
+    if command is None:
+        return
+    flags = {a.name: a for a in command.flags()}
+
+    def text(*names: str) -> str | None:
+        v = flag(flags, *names)
+        return None if v is None else str(v.value)
+
+    if settings.dataset is not None:
+        data = task.data = data_source(project, settings.dataset.value, settings.dataset.source)
+        if data is not None:
+            data.chat_template = switch(flags, "apply_chat_template")
+            data.prompt_template = text("input_template")
+            data.split = text("prompt_split", "dataset_split") or data.split
+            samples = flag(flags, "max_samples")
+            data.max_samples = as_int(samples.value) if samples is not None and (as_int(samples.value) or 0) < 10**8 \
+                else None
+            key = text("input_key") or "input"
+            if kind == "grpo":
+                data.fields = {"prompt": key, **({"answer": text("label_key")} if text("label_key") else {})}
+            elif kind == "sft":
+                data.fields = {"prompt": key, "completion": text("output_key") or "output"}
+                data.format = "prompt_completion"
+            elif kind == "dpo":
+                prompt = text("prompt_key")
+                data.fields = {"chosen": text("chosen_key") or "chosen", "rejected": text("rejected_key") or "rejected",
+                               **({"prompt": prompt} if prompt else {})}
+            data.notes.append("OpenRLHF's keys: " + ", ".join(f"{k} <- {v}" for k, v in data.fields.items())
+                              + ("; --apply_chat_template: a string prompt becomes a user message"
+                                 if data.chat_template else ""))
+    scheduler = text("lr_scheduler") or "cosine_with_min_lr"
+    ratio = flag(flags, "lr_warmup_ratio")
+    schedule_from(task, "cosine" if "cosine" in scheduler else ("linear" if "linear" in scheduler else "constant"),
+                   warmup_ratio=ratio.value if ratio is not None else 0.03,
+                   min_lr_ratio=0.1 if scheduler == "cosine_with_min_lr" else None,
+                   why=f"--lr_scheduler {scheduler}" + ("" if ratio is not None else ", OpenRLHF's default "
+                                                        "--lr_warmup_ratio 0.03 and min lr 0.1 x LR"))
+    normalize_loss(task, "token_mean", "OpenRLHF's losses average over the action tokens")
+    if kind != "grpo":
+        return
+    episodes = flag(flags, "num_episodes")
+    if episodes is not None and as_number(episodes.value):
+        task.schedule.epochs = float(as_number(episodes.value))
+        task.schedule.reasons.append(f"{episodes.value} passes over the prompts (num_episodes, {episodes.loc})")
+    else:
+        task.schedule.epochs = 1.0
+    rollout, samples = as_int(text("rollout_batch_size")), as_int(text("n_samples_per_prompt")) or 1
+    train = as_int(text("train_batch_size", "train.batch_size"))
+    updates(task, rollout * samples if rollout else None, train, f"rollout_batch_size {rollout} x "
+             f"n_samples_per_prompt {samples} / train_batch_size {train}", as_int(text("max_epochs")), "max_epochs")
+    estimator = text("advantage_estimator", "estimator") or "gae"
+    task.schedule.normalize_advantages = estimator in {"group_norm", "reinforce_baseline"}
+    if switch(flags, "async_train"):
+        task.throughput = "--async_train (rollouts run while the actor trains)"
+    task.reward = _openrlhf_reward(project, flags)
+
+
+def _openrlhf_reward(project: Project, flags: dict) -> RewardPlan:
+    remote = flag(flags, "remote_rm_url", "remote_url")
+    model = flag(flags, "reward_pretrain")
+    if remote is None:
+        why = f"a reward model ({model.value})" if model is not None else "no --remote_rm_url"
+        return RewardPlan(style="openrlhf", status="placeholder", source=str(model.loc) if model else None,
+                          reason=f"{why}: MinT serves no reward-model head; write a Python reward_func(queries, "
+                                 "prompts, labels) and pass --reward FILE:reward_func")
+    target = str(remote.value)
+    if not target.endswith(".py"):
+        return RewardPlan(style="openrlhf", status="placeholder", source=str(remote.loc),
+                          reason=f"rewards come from a remote server ({target}); call it from a Python reward_func "
+                                 "and pass --reward FILE:reward_func")
+    found = reward_file(project, target)
+    plan = RewardPlan(style="openrlhf", status="placeholder", functions=[RewardFunction(name="reward_func")],
+                      source=str(remote.loc))
+    if found is None or found.python is None:
+        plan.reason = f"{target} was not given and is not beside the inputs: pass it with --config"
+    elif "reward_func" not in found.python.functions:
+        plan.reason = f"{found.label} defines no reward_func"
+    else:
+        plan.status, plan.file = "user", str(found.path.resolve())
+        plan.reason = f"reward_func from {found.label} (--remote_rm_url)"
+    return plan
+
 
 ANALYZER = Analyzer(
+    read_task=read_task,
     name="openrlhf",
     signals="`openrlhf.cli.train_ppo_ray / train_sft / train_dpo`; flags `--pretrain` (up to v0.10.1) or "
             "`--model.model_name_or_path`, `--actor.adam.lr` (v0.10.2 and later)",

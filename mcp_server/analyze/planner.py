@@ -50,7 +50,7 @@ def analyze_inputs(source_path: Path, config_paths: list[Path], confirmed: list[
     }
     mint, more = choices.choose(framework, algorithm, ev.variant, settings, defaults, ev)
     mint.reasons.insert(0, f"framework {framework}: recognised at {where}")
-    facts = task.extract(project, ev, framework, algorithm, mint.kind, settings)
+    facts = task.extract(project, ev, reader.read_task, algorithm, mint.kind, settings)
     _task_choices(mint, settings, facts)
     warnings = [*_still_open(ev.warnings, mint.kind, facts), *more, *facts.warnings, *_stray_flags(project)]
     if algorithm == "other" and vote is not None and vote.weight == 0:

@@ -27,6 +27,7 @@ from mcp_server.analyze.pycommon import (
 from mcp_server.analyze.pyvalues import PySource
 from mcp_server.analyze.registry import Analyzer
 from mcp_server.analyze.scalars import as_int
+from mcp_server.analyze.task import read_code_task
 from mcp_server.errors import MintMigrateError
 from mcp_server.pyindex import dotted_name, iter_nodes
 
@@ -332,6 +333,7 @@ def detect_python(src: PySource) -> Loc | None:
 
 
 ANALYZER = Analyzer(
+    read_task=read_code_task,  # the task is in the code: the shared reader of loops
     name="pytorch",
     signals="hand-written loop: `AutoModelForCausalLM`, `loss.backward()`, `optimizer.step()`, `DataLoader`, "
             "`accelerate`, or transformers' `Trainer`",

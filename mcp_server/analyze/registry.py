@@ -4,6 +4,7 @@ An analyzer module `mcp_server/analyze/<name>.py` defines `ANALYZER = Analyzer(.
 - detection: the module prefixes a Python file imports (`imports`), or a custom `detect_python`;
   `detect_command` for a launch command line; `detect_config` for the keys of a YAML config;
 - `analyze(project, evidence)`: read the inputs, offer settings and algorithm votes;
+- `read_task(project, ev, algorithm, kind, settings, task)`: the user's data, reward and schedule;
 - `defaults(algorithm)`: the values the framework uses when the inputs say nothing;
 - `reserved_names`: setting-like names that mean something else in this framework;
 - `optimizer_defaults(algorithm)`: its trainer's Adam settings when the inputs say nothing, by
@@ -41,6 +42,9 @@ class Analyzer:
     # names that look like a canonical setting but mean something else in this framework: the
     # synonym table never fills a setting from them (the analyzer reads them itself)
     reserved_names: tuple[str, ...] = ()
+    # the user's task: (project, ev, algorithm, kind, settings, task) -> None fills task.data, task.reward
+    # and task.schedule (mcp_server/analyze/task.py holds the shared readers and the Task it fills)
+    read_task: Callable[..., None] | None = None
     imports: tuple[str, ...] = ()
     detect_python: Callable[[PySource], Loc | None] | None = None
     detect_command: Callable[[Command, InputFile | None], bool] = _never

@@ -12,6 +12,7 @@ from mcp_server.analyze.inputs import Project
 from mcp_server.analyze.pycommon import dataset_calls, dataset_id
 from mcp_server.analyze.pyvalues import CallSite, PySource
 from mcp_server.analyze.registry import Analyzer
+from mcp_server.analyze.task import read_code_task
 from mcp_server.plan import Algorithm
 from mcp_server.pyindex import dotted_name, iter_nodes
 
@@ -357,6 +358,7 @@ def _calls_in(node: cst.CSTNode) -> list[cst.Call]:
 
 
 ANALYZER = Analyzer(
+    read_task=read_code_task,  # the task is in the code: the shared reader of loops
     name="tinker",
     signals="`import tinker`, `tinker_cookbook`, `ServiceClient`, `forward_backward`, chz `CLIConfig` recipes. "
             "Usually written for tinker 0.38",

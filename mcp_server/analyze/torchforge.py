@@ -10,8 +10,9 @@ from mcp_server.analyze.inputs import Project
 from mcp_server.analyze.pycommon import function_names, infra_imports, server_side
 from mcp_server.analyze.pyvalues import PySource
 from mcp_server.analyze.registry import Analyzer
-from mcp_server.analyze.scalars import as_number
-from mcp_server.plan import Algorithm
+from mcp_server.analyze.scalars import as_int, as_number
+from mcp_server.analyze.task import Task, data_source, normalize_loss, python_reward, schedule_from, string_constant
+from mcp_server.plan import Algorithm, RewardPlan, ScaffoldKind, Settings
 from mcp_server.pyindex import dotted_name
 
 # Order matters: for the same setting, a later key wins (the one the run really uses).
@@ -182,8 +183,54 @@ def is_forge_command(command, script) -> bool:
     target = command.module or command.script or ""
     return target.startswith(("apps.grpo", "apps.sft", "forge.")) or "/apps/grpo/" in target or "/apps/sft/" in target
 
+# --- the task: data, reward and schedule (the planner calls read_task through the registry) ----------
+
+
+def read_task(project: Project, ev: Evidence, algorithm: Algorithm, kind: ScaffoldKind, settings: Settings,
+                task: Task) -> None:
+    config: dict[str, Value] = {}
+    for y in project.yamls():
+        config.update(y.yaml.values)
+
+    def get(key: str):
+        return config[key].value if key in config else None
+
+    if settings.dataset is not None:
+        data = task.data = data_source(project, settings.dataset.value, settings.dataset.source)
+        if data is not None and kind == "grpo":
+            data.subset = str(get("dataset.revision")) if get("dataset.revision") else None
+            data.split = str(get("dataset.data_split") or "train")
+            data.fields, data.chat_template, data.answer_after = {"prompt": "question", "answer": "answer"}, True, "#### "
+            data.system_prompt = string_constant(project, "system_prompt")
+            data.notes.append("torchforge's GSM8K transform: the question as a user message through the chat "
+                              "template, the target after '#### '")
+    warmup = get("trainer.lr_scheduler.warmup_steps") or get("lr_scheduler.warmup_steps")
+    schedule_from(task, "linear", warmup, why="torchtitan's LR scheduler: linear warmup, then linear decay to 0")
+    if kind == "grpo":
+        normalize_loss(task, "sequence_mean", "simple_grpo_loss averages each response over its tokens, then the batch")
+        task.schedule.normalize_advantages = True
+        task.schedule.reasons.append("advantages divided by the group's std (ComputeAdvantages)")
+        lag = config.get("off_by_n") or config.get("replay_buffer.max_policy_age")
+        if lag is not None and (as_int(lag.value) or 0) >= 1:
+            task.throughput = f"off-policy rollouts (max_policy_age {lag.value}, {lag.loc}): sampling runs while " \
+                              "the trainer trains"
+        task.reward = _torchforge_reward(project, settings)
+    else:
+        normalize_loss(task, "token_mean", "the SFT app's cross-entropy averages over the batch's tokens")
+
+
+def _torchforge_reward(project: Project, settings: Settings) -> RewardPlan:
+    names = settings.reward_functions.value if settings.reward_functions is not None else []
+    where = settings.reward_functions.source if settings.reward_functions is not None else None
+    if not names:
+        return RewardPlan(style="torchforge", status="placeholder",
+                          reason="no reward_functions found: pass your reward class with --reward FILE:NAME")
+    weights = [1.0 / len(names)] * len(names)  # RewardActor averages its functions
+    return python_reward(project, names, weights, "torchforge", where)
+
 
 ANALYZER = Analyzer(
+    read_task=read_task,
     name="torchforge",
     signals="`apps.grpo.main` / `apps.sft.main --config *.yaml`, `Generator`/`Policy`, `TitanTrainer`, `Episode`, `ReplayBuffer`, "
             "Monarch `.route()` / `.fanout()`",

@@ -27,7 +27,8 @@ from mcp_server.analyze.pycommon import (
 from mcp_server.analyze.pyvalues import CallSite, PySource
 from mcp_server.analyze.registry import Analyzer
 from mcp_server.analyze.scalars import as_int
-from mcp_server.plan import Algorithm
+from mcp_server.analyze.task import Task, data_source, load_dataset_call, normalize_loss, python_reward, schedule_from
+from mcp_server.plan import Algorithm, RewardPlan, ScaffoldKind, Settings
 
 TRAINERS: dict[str, Algorithm] = {
     "SFTTrainer": "sft", "DPOTrainer": "dpo", "GRPOTrainer": "grpo", "PPOTrainer": "ppo",
@@ -443,8 +444,88 @@ def optimizer_defaults(algorithm: Algorithm) -> dict[str, tuple[float, str]]:
 def _is_trl_command(command, script) -> bool:
     return command.program == "trl"
 
+# --- the task: data, reward and schedule (the planner calls read_task through the registry) ----------
+
+
+_TRL_BUILTIN_REWARDS = {"accuracy_reward", "think_format_reward", "get_soft_overlong_punishment"}
+
+
+_TRL_LOSS_TYPES = {"grpo": "sequence_mean", "bnpo": "token_mean", "dapo": "token_mean", "dr_grpo": "constant"}
+
+
+def read_task(project: Project, ev: Evidence, algorithm: Algorithm, kind: ScaffoldKind, settings: Settings,
+         task: Task) -> None:
+    x = ev.extras
+    if settings.dataset is not None:
+        task.data = data_source(project, settings.dataset.value, settings.dataset.source)
+    if task.data is not None:
+        load_dataset_call(project, task.data)
+        split, subset = x.get("trl.dataset_train_split"), x.get("trl.dataset_config")
+        task.data.split = str(split.value) if split is not None else task.data.split
+        task.data.subset = str(subset.value) if subset is not None else task.data.subset
+        text_field = x.get("trl.dataset_text_field")
+        if kind == "sft" and text_field is not None and text_field.value != "text":
+            task.data.fields["text"] = str(text_field.value)
+        task.data.notes.append("TRL's column names carry over: prompt / completion / messages / text for SFT, "
+                               "prompt / chosen / rejected for DPO, prompt (+ the reward's columns) for GRPO")
+    scheduler, ratio, steps = x.get("trl.lr_scheduler_type"), x.get("trl.warmup_ratio"), x.get("trl.warmup_steps")
+    where = ", ".join(str(v.loc) for v in (scheduler, ratio, steps) if v is not None)
+    schedule_from(task, str(scheduler.value) if scheduler is not None else "linear",
+                   steps.value if steps else None, ratio.value if ratio else None,
+                   why=where or "TrainingArguments' default lr_scheduler_type=linear, no warmup")
+    if kind == "sft":
+        normalize_loss(task, "token_mean", "SFTTrainer averages the loss over the batch's trained tokens")
+        only = x.get("trl.assistant_only_loss")
+        if only is not None and only.value is True:
+            task.schedule.reasons.append(f"chat rows train the assistant's answer (assistant_only_loss, {only.loc}); "
+                                         "train.py trains the last assistant message")
+        else:
+            task.warn("TRAIN_ON", "TRL trains every token of a conversational ('messages') dataset unless "
+                      "assistant_only_loss=True; train.py trains only the last assistant message (TRAIN_ON = "
+                      "'completion'). Set TRAIN_ON = 'all' if your data is conversational and you want TRL's "
+                      "objective exactly.")
+    if kind == "grpo":
+        loss = x.get("trl.loss_type")
+        mode = _TRL_LOSS_TYPES.get(str(loss.value) if loss else "dapo", "token_mean")
+        normalize_loss(task, mode, f"loss_type={loss.value} ({loss.loc})" if loss else "GRPOConfig's default loss_type=dapo")
+        iterations = x.get("trl.num_iterations")
+        if iterations is not None and (as_int(iterations.value) or 1) > 1:
+            task.schedule.updates_per_batch = as_int(iterations.value)
+            task.schedule.reasons.append(f"{iterations.value} updates per sampled batch (num_iterations, "
+                                         f"{iterations.loc})")
+        scale = x.get("trl.scale_rewards")
+        task.schedule.normalize_advantages = scale is None or scale.value not in (False, "none", "false")
+        task.schedule.reasons.append("advantages divided by the group's std" if task.schedule.normalize_advantages
+                                     else f"advantages not scaled (scale_rewards={scale.value}, {scale.loc})")
+        task.reward = _trl_reward(project, ev, settings)
+    if x.get("trl.steps_per_generation") is not None:
+        v = x["trl.steps_per_generation"]
+        task.warn("STEPS_PER_GENERATION", f"steps_per_generation={v.value}: TRL splits each generation batch into "
+                  "that many optimizer steps; train.py takes one sampled batch per step (use --minibatches).", str(v.loc))
+
+
+def _trl_reward(project: Project, ev: Evidence, settings: Settings) -> RewardPlan:
+    names = settings.reward_functions.value if settings.reward_functions is not None else []
+    where = settings.reward_functions.source if settings.reward_functions is not None else None
+    weights_value = ev.extras.get("trl.reward_weights")
+    weights = [float(w) for w in weights_value.value] if weights_value is not None and isinstance(
+        weights_value.value, list) else [1.0] * len(names)
+    if len(weights) != len(names):
+        weights = [1.0] * len(names)
+    if not names:
+        return RewardPlan(style="trl", status="placeholder", source=where, reason="no reward_funcs found")
+    plan = python_reward(project, names, weights, "trl", where)
+    builtin = [n for n in names if n in _TRL_BUILTIN_REWARDS or "/" in n]
+    if plan.status == "user" or not builtin:
+        return plan
+    plan.reason = (f"{', '.join(builtin)} {'is' if len(builtin) == 1 else 'are'} TRL's own (trl.rewards) or a reward "
+                   "model, which a MinT machine does not have: write them as Python functions (or pip install trl "
+                   "and pass --reward FILE:NAME)")
+    return plan
+
 
 ANALYZER = Analyzer(
+    read_task=read_task,
     name="trl",
     signals="`from trl import SFTTrainer/DPOTrainer/GRPOTrainer/...`, `*Config(...)`, `TrlParser`/`HfArgumentParser`, "
             "`trl sft ...`, recipe YAMLs (`model_name_or_path`, `learning_rate`, ...)",

@@ -10,9 +10,18 @@ from mcp_server.analyze.inputs import InputFile, Project, add_file
 from mcp_server.analyze.pycommon import infra_imports, server_side
 from mcp_server.analyze.pyvalues import PySource
 from mcp_server.analyze.registry import Analyzer
-from mcp_server.analyze.scalars import as_number
+from mcp_server.analyze.scalars import as_int, as_number
 from mcp_server.analyze.shell import Arg, Command
-from mcp_server.plan import Algorithm
+from mcp_server.analyze.task import (
+    Task,
+    data_source,
+    normalize_loss,
+    python_reward,
+    reward_file,
+    schedule_from,
+    updates,
+)
+from mcp_server.plan import Algorithm, RewardFunction, RewardPlan, ScaffoldKind, Settings
 
 RL_KEYS = {
     "actor_rollout_ref.model.path": "base_model",
@@ -329,8 +338,110 @@ def _reward_file(project: Project, written: str) -> InputFile | None:
             return add_file(project, candidate, auto=True)
     return None
 
+# --- the task: data, reward and schedule (the planner calls read_task through the registry) ----------
+
+
+def _hydra(project: Project) -> dict[str, Value]:
+    """verl's config: the YAML files, then the launch command's key=value overrides on top."""
+    config: dict[str, Value] = {}
+    for y in project.yamls():
+        config.update(y.yaml.values)
+    command = next((c for c in project.commands() if is_verl_command(c)), None)
+    for arg in command.overrides() if command is not None else []:
+        if arg.value is not None:
+            config[arg.name] = arg.value
+    return config
+
+
+_VERL_AGG = {"token-mean": "token_mean", "seq-mean-token-mean": "sequence_mean", "seq-mean-token-sum": "sum",
+             "seq-mean-token-sum-norm": "constant"}
+
+
+def read_task(project: Project, ev: Evidence, algorithm: Algorithm, kind: ScaffoldKind, settings: Settings,
+          task: Task) -> None:
+    c = _hydra(project)
+
+    def get(key: str):
+        return c[key].value if key in c else None
+
+    data = None
+    if settings.dataset is not None:
+        data = task.data = data_source(project, settings.dataset.value, settings.dataset.source)
+    if kind == "sft":
+        if data is not None:
+            prompt_key, response_key = get("data.prompt_key") or "prompt", get("data.response_key") or "response"
+            prompt_sub, response_sub = get("data.prompt_dict_keys"), get("data.response_dict_keys")
+            prompt_sub = prompt_sub[0] if isinstance(prompt_sub, list) and prompt_sub else None
+            response_sub = response_sub[0] if isinstance(response_sub, list) and response_sub else None
+            data.fields = {"prompt": f"{prompt_key}.{prompt_sub}" if prompt_sub else str(prompt_key),
+                           "completion": f"{response_key}.{response_sub}" if response_sub else str(response_key)}
+            data.chat_template, data.format = True, "prompt_completion"
+            data.notes.append("verl's SFT dataset puts the prompt in a user message (chat template) and appends the "
+                              "response and eos")
+        schedule_from(task, str(get("optim.warmup_style") or get("optim.lr_scheduler") or "cosine"),
+                       why="verl's fsdp_sft_trainer: cosine after a warmup of optim.warmup_steps_ratio",
+                       warmup_ratio=get("optim.warmup_steps_ratio"))
+        normalize_loss(task, "token_mean", "verl's SFT loss averages over the batch's response tokens")
+        return
+    if data is not None:
+        prompt_key = get("data.prompt_key") or "prompt"
+        # verl forks name the answer column (EasyR1's data.answer_key); verl keeps it in reward_model
+        data.fields = {"prompt": str(prompt_key), "answer": str(get("data.answer_key") or "reward_model.ground_truth")}
+        data.format = "prompt_answer"
+        data.max_samples = as_int(get("data.train_max_samples")) if (as_int(get("data.train_max_samples")) or 0) > 0 \
+            else None
+        data.notes.append("verl's RL parquet: a chat `prompt` column (messages), the answer in "
+                          "reward_model.ground_truth, data_source and extra_info for the reward")
+    optim = "actor_rollout_ref.actor.optim."
+    style = get(optim + "warmup_style") or get(optim + "lr_scheduler_type") or "constant"
+    steps = get(optim + "lr_warmup_steps")
+    schedule_from(task, str(style), steps if (as_int(steps) or -1) > 0 else None,
+                   get(optim + "lr_warmup_steps_ratio"), get(optim + "min_lr_ratio"),
+                   why="actor_rollout_ref.actor.optim (verl's default: constant, no warmup)")
+    agg = get("actor_rollout_ref.actor.loss_agg_mode") or "token-mean"
+    normalize_loss(task, _VERL_AGG.get(str(agg), "token_mean"), f"loss_agg_mode={agg}")
+    norm = c.get("algorithm.norm_adv_by_std_in_grpo")
+    task.schedule.normalize_advantages = norm is None or norm.value is not False
+    prompts, mini = as_int(get("data.train_batch_size")), as_int(get("actor_rollout_ref.actor.ppo_mini_batch_size"))
+    updates(task, prompts, mini, f"data.train_batch_size {prompts} / ppo_mini_batch_size {mini}",
+             as_int(get("actor_rollout_ref.actor.ppo_epochs")), "ppo_epochs")
+    if str(get("actor_rollout_ref.rollout.mode") or "") == "async":
+        task.throughput = f"actor_rollout_ref.rollout.mode=async ({c['actor_rollout_ref.rollout.mode'].loc})"
+    task.reward = _verl_reward(project, c)
+
+
+def _verl_reward(project: Project, c: dict[str, Value]) -> RewardPlan:
+    path = c.get("custom_reward_function.path")
+    if c.get("reward_model.enable") is not None and c["reward_model.enable"].value is True:
+        return RewardPlan(style="verl", status="placeholder", source=str(c["reward_model.enable"].loc),
+                          reason="reward_model.enable=True scores with a learned reward model, which MinT does not "
+                                 "serve: write a Python reward (or call a MinT sampler as a judge)")
+    given = [f for f in project.pythons() if "compute_score" in f.python.functions]
+    if path is None and given:  # the reward module was given itself (with --config, or alone)
+        return python_reward(project, ["compute_score"], [1.0], "verl", None)
+    if path is None:
+        return RewardPlan(style="verl", status="placeholder",
+                          reason="no custom_reward_function: verl scores with its built-in scorer for each row's "
+                                 "data_source (verl.utils.reward_score, e.g. gsm8k, math), part of the verl package a "
+                                 "MinT machine does not have; pass --reward FILE:compute_score")
+    name = c.get("custom_reward_function.name")
+    fn = str(name.value) if name is not None else "compute_score"
+    kwargs = c.get("custom_reward_function.reward_kwargs")
+    found = reward_file(project, str(path.value))
+    plan = RewardPlan(style="verl", status="placeholder", functions=[RewardFunction(name=fn)], source=str(path.loc),
+                      kwargs=dict(kwargs.value) if kwargs is not None and isinstance(kwargs.value, dict) else {})
+    if found is None or found.python is None:
+        plan.reason = f"{path.value} was not given and is not beside the inputs: pass it with --config"
+    elif fn not in found.python.functions:
+        plan.reason = f"{found.label} defines no {fn}"
+    else:
+        plan.status, plan.file = "user", str(found.path.resolve())
+        plan.reason = f"{fn} from {found.label} (custom_reward_function)"
+    return plan
+
 
 ANALYZER = Analyzer(
+    read_task=read_task,
     name="verl",
     signals="`python -m verl.trainer.main_ppo` with hydra overrides (`actor_rollout_ref.rollout.n=5`), "
             "`ppo_trainer.yaml`, `fsdp_sft_trainer`, a `compute_score` reward module",
