@@ -230,3 +230,36 @@ def test_a_number_is_found_in_any_spelling_and_never_in_a_comment():
     assert holds("  use_kl_loss: true", True) and holds("--bf16 True", True)
     assert not holds("x = 2  # 1e-6", 1e-6)
     assert holds('SYSTEM = "answer # briefly"', "answer # briefly")
+
+
+# --- the rows the source trains on ----------------------------------------------------------------------
+
+GSPO = (FIXTURES / "trl_gspo_conversation" / "gspo.py", [])
+
+
+def test_rows_built_by_a_map_function_reach_the_data_step(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    out = tmp_path / "out"
+    result = migrate(GSPO[0], [], output_dir=str(out), workspace=tmp_path, overwrite=False)
+    data = result.plan.data
+    assert data.fields == {"prompt": "problem"} and data.chat_template is True
+    assert data.system_prompt.startswith("A conversation between user and assistant.")
+    assert items(result.plan, "SYSTEM_PROMPT")[0].disposition == "carried"
+    source = tmp_path / "numina.jsonl"
+    source.write_text(json.dumps({"problem": "What is 2 + 2?", "solution": "4"}) + "\n")
+    done = subprocess.run([sys.executable, str(out / "prepare_data.py"), "--source", str(source)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    row = json.loads((out / "train.jsonl").read_text().splitlines()[0])
+    assert row["prompt"] == [{"role": "system", "content": data.system_prompt},
+                             {"role": "user", "content": "What is 2 + 2?"}]
+    assert row["solution"] == "4"  # the reward's own columns stay in the row
+    # rows train.py would reject stop the data step, with what to map (they used to pass with exit 0)
+    source.write_text(json.dumps({"question": "What is 2 + 2?"}) + "\n")
+    done = subprocess.run([sys.executable, str(out / "prepare_data.py"), "--source", str(source),
+                           "--out", str(tmp_path / "bad.jsonl")], capture_output=True, text=True, timeout=120)
+    assert done.returncode != 0 and not (tmp_path / "bad.jsonl").exists()
+    assert "row 1 has no prompt for train.py (its columns: question)" in done.stderr and 'DATA["fields"]' in done.stderr

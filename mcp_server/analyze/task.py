@@ -30,6 +30,13 @@ from mcp_server.plan import (
 )
 from mcp_server.pyparse import parse_ast
 
+
+def cst_name(name: str):
+    """A libcst Name node, to evaluate a module constant through the source's index."""
+    import libcst as cst
+
+    return cst.Name(name)
+
 DATA_SUFFIXES = (".parquet", ".jsonl", ".json", ".csv")
 # TRL's built-in reward functions (trl.rewards) and verl's built-in scorers live in framework
 # packages a MinT machine does not have.
@@ -354,6 +361,97 @@ def _row_fields(project: Project, data: DataPlan, kind: ScaffoldKind) -> None:
     data.chat_template = chat
     if answer and kind == "sft":
         data.fields["completion"] = answer
+
+
+def mapped_rows(project: Project, data: DataPlan) -> None:
+    """A function the script maps over its dataset (`dataset.map(make_conversation)`) that builds the
+    rows the trainer reads: its prompt column, system prompt and prompt template move into DATA, so
+    train.py's rows are the ones the source trained on (TRL's GRPO examples build `prompt` this way)."""
+    import ast
+
+    for f in project.pythons():
+        tree = parse_ast(f.python.text, f.label)
+        mapped = {node.args[0].id for node in ast.walk(tree) if isinstance(node, ast.Call)
+                  and isinstance(node.func, ast.Attribute) and node.func.attr == "map" and node.args
+                  and isinstance(node.args[0], ast.Name)}
+        for fn in (n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name in mapped and n.args.args):
+            row = fn.args.args[0].arg
+            for ret in (n for n in ast.walk(fn) if isinstance(n, ast.Return) and isinstance(n.value, ast.Dict)):
+                for key, value in zip(ret.value.keys, ret.value.values, strict=True):
+                    if isinstance(key, ast.Constant) and key.value in ("prompt", "messages"):
+                        _mapped_prompt(f, row, value, data)
+                    elif isinstance(key, ast.Constant) and isinstance(key.value, str) and \
+                            (column := _column(row, value)) is not None and key.value != column:
+                        data.fields[key.value] = column
+                if "prompt" in data.fields:
+                    data.notes.append(f"rows as {fn.name}() ({f.label}:{fn.lineno}) builds them: the prompt from "
+                                      f"column {data.fields['prompt']!r}")
+                    return
+
+
+def _mapped_prompt(f: InputFile, row: str, value, data: DataPlan) -> None:
+    """`[{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": row["problem"]}]`, or a
+    string built from one column: the column, the system prompt and the template around it."""
+    import ast
+
+    messages = value.elts if isinstance(value, ast.List) else [value]
+    for message in messages:
+        content, role = message, "user"
+        if isinstance(message, ast.Dict):
+            parts = {k.value: v for k, v in zip(message.keys, message.values, strict=True) if isinstance(k, ast.Constant)}
+            role = parts.get("role").value if isinstance(parts.get("role"), ast.Constant) else "user"
+            content = parts.get("content")
+            data.chat_template = True
+        if role == "system":
+            text = _text(f, content)
+            if text:
+                data.system_prompt = text
+            continue
+        column = _column(row, content)
+        if column is not None:
+            data.fields["prompt"] = column
+            continue
+        template = _template(row, content)
+        if template is not None:
+            data.fields["prompt"], data.prompt_template = template
+
+
+def _column(row: str, node) -> str | None:
+    import ast
+
+    if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id == row and \
+            isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):
+        return node.slice.value
+    return None
+
+
+def _text(f: InputFile, node) -> str | None:
+    import ast
+
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.Name):
+        value = f.python.evaluate(cst_name(node.id), None)
+        return value.value if value is not None and isinstance(value.value, str) else None
+    return None
+
+
+def _template(row: str, node) -> tuple[str, str] | None:
+    """f"{row['q']} Put the answer in \\boxed{{}}." -> ("q", "{} Put the answer in \\boxed{}.")"""
+    import ast
+
+    if isinstance(node, ast.JoinedStr):
+        columns, text = [], ""
+        for part in node.values:
+            if isinstance(part, ast.Constant):
+                text += str(part.value)
+            elif isinstance(part, ast.FormattedValue) and (column := _column(row, part.value)) is not None:
+                columns.append(column)
+                text += "{}"
+            else:
+                return None
+        return (columns[0], text) if len(columns) == 1 else None
+    return None
 
 
 def _concatenated_template(tree) -> tuple[str, str, str] | None:

@@ -27,7 +27,15 @@ from mcp_server.analyze.pycommon import (
 from mcp_server.analyze.pyvalues import CallSite, PySource
 from mcp_server.analyze.registry import Analyzer
 from mcp_server.analyze.scalars import as_int
-from mcp_server.analyze.task import Task, data_source, load_dataset_call, normalize_loss, python_reward, schedule_from
+from mcp_server.analyze.task import (
+    Task,
+    data_source,
+    load_dataset_call,
+    mapped_rows,
+    normalize_loss,
+    python_reward,
+    schedule_from,
+)
 from mcp_server.plan import Algorithm, RewardPlan, ScaffoldKind, Settings
 
 TRAINERS: dict[str, Algorithm] = {
@@ -460,6 +468,7 @@ def read_task(project: Project, ev: Evidence, algorithm: Algorithm, kind: Scaffo
         task.data = data_source(project, settings.dataset.value, settings.dataset.source)
     if task.data is not None:
         load_dataset_call(project, task.data)
+        mapped_rows(project, task.data)
         split, subset = x.get("trl.dataset_train_split"), x.get("trl.dataset_config")
         task.data.split = str(split.value) if split is not None else task.data.split
         task.data.subset = str(subset.value) if subset is not None else task.data.subset
