@@ -60,8 +60,10 @@ SESSION_TIMEOUT_S = float(os.environ.get("MINT_LOCAL_SESSION_TIMEOUT_S", "60"))
 CLIENT_GONE_GRACE_S = 2.0
 SWEEP_S = 5.0
 # Wall-clock budget of one sampling request, queueing included: max_tokens bounds the tokens, this
-# bounds the time (a long request on a loaded CPU). Past it the request fails and says so.
-SAMPLE_BUDGET_S = float(os.environ.get("MINT_LOCAL_SAMPLE_BUDGET_S", "600"))
+# bounds the time (a long request on a loaded CPU). Past it the request fails and says so. Generous
+# because it counts from arrival: an RL step's hundreds of requests share one decoding batch, and
+# the cookbook's recipes run for half an hour on one core.
+SAMPLE_BUDGET_S = float(os.environ.get("MINT_LOCAL_SAMPLE_BUDGET_S", "1800"))
 
 
 @dataclass
