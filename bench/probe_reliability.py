@@ -17,6 +17,12 @@ escapes  through a real MCP client: a hard link to an outside file under scaffol
          launches of paths a racer swaps, and the plain outside paths.
 leaks    a script prints the user's key (from .env) and a key-shaped string into every line the
          verdict reads: CLI JSON, CLI text, the MCP result and its progress notifications.
+mint-local  a real mint-local (issue 26, round two): optim_step at lr 1e20/1e30/1e37/inf/NaN (then
+         a forward and a sample must be finite), temperatures 1e-45..1e-7, deep JSON and
+         negative/absurd tensor shapes, topk_prompt_logprobs on 8,000 tokens x 2,000, interpolate
+         with 4,000 sources, a session-less sample abandoned by its client, a 64 x 2,000-token
+         sample against a 15 s time budget, and overwrites killed mid-way whose server restarts
+         as PID 1 of a new PID namespace (the same PID); the server's peak RSS per case.
 
 Every count should be 0. The helpers are the tests' (tests/probes.py), so the probe and the tests
 exercise the same thing.
@@ -432,6 +438,321 @@ def probe_leaks(workdir: Path) -> dict[str, int]:
     return counts
 
 
+# --- mint-local: poison, tiny temperatures, bounded work, abandoned work, PID reuse (issue 26) --------
+# Self-contained: its own helpers, and one entry ("mint-local") in main()'s categories. Every case
+# runs against a real mint-local (through the SDK; raw HTTP for what the SDK cannot send) and
+# prints the server's peak RSS during the case (VmHWM, reset before each case through
+# /proc/PID/clear_refs). The counts: models left poisoned (NaN forward or sample after a
+# request), NaN answers, crashes (a traceback on the server's stderr, a 5xx, a dead server),
+# bounds not held (a request past a limit that was served), work left running for a client
+# that went away, confirmed checkpoints lost.
+
+ML_BUDGET_S = 15  # MINT_LOCAL_SAMPLE_BUDGET_S for the probe's server: the time-bound case waits this long
+
+
+def _ml_pid_rss_reset(pid: int) -> None:
+    with contextlib.suppress(OSError):
+        Path(f"/proc/{pid}/clear_refs").write_text("5")
+
+
+def _ml_peak_mb(pid: int) -> float:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return float("nan")
+
+
+def _ml_finite(values) -> bool:
+    import math
+
+    return all(v is None or math.isfinite(v) for v in values)
+
+
+def _ml_usable(tc, tokens) -> bool:
+    """The model still gives finite numbers: a forward, and a sample from its current weights."""
+    import mint
+
+    from mint_local.testing import ce_datum
+
+    try:
+        out = tc.forward([ce_datum(tokens)], "cross_entropy").result()
+        sample = tc.save_weights_and_get_sampling_client().sample(
+            mint.ModelInput.from_ints(tokens[:8]), 2, mint.SamplingParams(max_tokens=4, seed=0)
+        ).result()
+    except Exception:  # noqa: BLE001 - a failing forward is exactly a poisoned model
+        return False
+    return _ml_finite(out.loss_fn_outputs[0]["logprobs"].data) and all(_ml_finite(s.logprobs) for s in sample.sequences)
+
+
+def _ml_case(name: str, pid: int, figures: dict, run) -> dict[str, int]:
+    _ml_pid_rss_reset(pid)
+    started = time.monotonic()
+    counts = run()
+    figures[name] = f"{time.monotonic() - started:.1f} s, peak RSS {_ml_peak_mb(pid):.0f} MB"
+    return counts
+
+
+def _ml_absurd_lr(sc, server, http, tokens) -> dict[str, int]:
+    import mint
+
+    from mint_local.testing import ce_datum
+
+    poisoned = 0
+    for lr in (1e20, 1e30, 1e37, float("inf"), float("nan")):
+        tc = sc.create_lora_training_client(base_model=server.model_name, rank=4, seed=0)
+        tc.forward_backward([ce_datum(tokens)], "cross_entropy").result()
+        if lr != lr or lr == float("inf"):  # the SDK will not send these: raw JSON does
+            http.post("/api/v1/optim_step", content=json.dumps({"model_id": tc.model_id, "adam_params": {"learning_rate": lr}}))
+        else:
+            with contextlib.suppress(Exception):
+                tc.optim_step(mint.AdamParams(learning_rate=lr)).result()
+        poisoned += not _ml_usable(tc, tokens)
+    return {"poisoned models": poisoned}
+
+
+def _ml_tiny_temperature(sc, server, http, tokens) -> dict[str, int]:
+    import mint
+
+    sampler = sc.create_sampling_client(base_model=server.model_name)
+    nan_answers = 0
+    for t in (1e-45, 1e-38, 1e-30, 1e-7):
+        try:
+            out = sampler.sample(mint.ModelInput.from_ints(tokens[:8]), 4, mint.SamplingParams(max_tokens=8, temperature=t)).result()
+            nan_answers += not all(_ml_finite(s.logprobs) for s in out.sequences)
+        except mint.BadRequestError:
+            pass  # refused with a 400: what should happen
+        except Exception:  # noqa: BLE001 - NaN the SDK cannot parse
+            nan_answers += 1
+    return {"NaN answers": nan_answers}
+
+
+def _ml_bad_requests(sc, server, http, tokens) -> dict[str, int]:
+    tc = sc.create_lora_training_client(base_model=server.model_name, rank=4, seed=0)
+    n = len(tokens) - 1
+    bodies = [
+        ("/api/v1/create_session", "[" * 100_000 + "]" * 100_000),
+        ("/api/v1/create_session", json.dumps({"tags": [], "user_metadata": json.loads('{"a":' * 500 + "1" + "}" * 500)})),
+    ]
+    for shape in ([-1, -n], [-n], [2**40, 0], [n] + [1] * 20):
+        datum = {
+            "model_input": {"chunks": [{"type": "encoded_text", "tokens": tokens[:-1]}]},
+            "loss_fn_inputs": {
+                "target_tokens": {"data": tokens[1:] if shape != [2**40, 0] else [], "dtype": "int64", "shape": shape},
+                "weights": {"data": [1.0] * n, "dtype": "float32"},
+            },
+        }
+        bodies.append(("/api/v1/forward", json.dumps({"model_id": tc.model_id, "forward_input": {"data": [datum], "loss_fn": "cross_entropy"}})))
+    before = server.log_path.read_text(errors="replace").count("Traceback")
+    server_errors = sum(http.post(route, content=body).status_code >= 500 for route, body in bodies)
+    tracebacks = server.log_path.read_text(errors="replace").count("Traceback") - before
+    return {"crashes (tracebacks, 5xx)": tracebacks + server_errors}
+
+
+def _ml_poll(http, request_id: str, timeout: float) -> dict:
+    deadline = time.monotonic() + timeout
+    while True:
+        result = http.post("/api/v1/retrieve_future", json={"request_id": request_id}, timeout=60).json()
+        if result.get("type") != "try_again" or time.monotonic() > deadline:
+            return result
+
+
+def _ml_topk(sc, server, http, tokens) -> dict[str, int]:
+    """The issue's case, an 8,000-token prompt with topk_prompt_logprobs=2,000; then k=32, the
+    largest the bound (262,144 pairs) lets through for that prompt."""
+    served = 0
+    for k in (2000, 32):
+        body = {
+            "base_model": server.model_name,
+            "prompt": {"chunks": [{"type": "encoded_text", "tokens": [(7 * i) % 1000 + 10 for i in range(8000)]}]},
+            "num_samples": 1, "sampling_params": {"max_tokens": 1}, "prompt_logprobs": True, "topk_prompt_logprobs": k,
+        }  # fmt: skip
+        submitted = http.post("/api/v1/asample", json=body)
+        if submitted.status_code == 400:
+            print(f"  topk 8,000 x {k:,}: refused at once ({submitted.text[:90]}...)", file=sys.stderr)
+            continue
+        started = time.monotonic()
+        answer = http.post("/api/v1/retrieve_future", json={"request_id": submitted.json()["request_id"]}, timeout=600)
+        while b'"try_again"' in answer.content[:200]:
+            answer = http.post("/api/v1/retrieve_future", json={"request_id": submitted.json()["request_id"]}, timeout=600)
+        print(f"  topk 8,000 x {k:,}: served, a {len(answer.content) / 1e6:.1f} MB response after {time.monotonic() - started:.0f} s", file=sys.stderr)
+        served += k == 2000
+    return {"bounds not held": served}
+
+
+def _ml_interpolate(sc, server, http, tokens) -> dict[str, int]:
+    """The issue's case: 4,000 source paths in one request."""
+    import mint.mint as mintx
+
+    tc = sc.create_lora_training_client(base_model=server.model_name, rank=4, seed=0)
+    path = tc.save_weights_for_sampler("probe-interp").result().path
+
+    def state_bytes() -> int:
+        return sum(f.stat().st_size for f in server.state_dir.rglob("*") if f.is_file())
+
+    before = state_bytes()
+    try:
+        mintx.interpolate_checkpoints(sc, source_paths=[path] * 4000, coefficients=[1 / 4000] * 4000)
+        served = 1
+    except Exception as e:  # noqa: BLE001 - refused: what should happen
+        served = 0
+        print(f"  interpolate x 4,000: refused ({str(e)[:90]}...)", file=sys.stderr)
+    written = state_bytes() - before
+    print(f"  interpolate x 4,000: {written / 1e6:.1f} MB written", file=sys.stderr)
+    return {"bounds not held": served}
+
+
+def _ml_abandoned(sc, server, http, tokens) -> dict[str, int]:
+    """A session-less sample (64 x 2,000 tokens) whose client polls once and goes away."""
+    body = {
+        "base_model": server.model_name, "num_samples": 64,
+        "prompt": {"chunks": [{"type": "encoded_text", "tokens": list(range(20, 30))}]},
+        "sampling_params": {"max_tokens": 2000, "stop": []},
+    }  # fmt: skip
+    request_id = http.post("/api/v1/asample", json=body).json()["request_id"]
+    with contextlib.suppress(Exception):
+        http.post("/api/v1/retrieve_future", json={"request_id": request_id}, timeout=1)
+    deadline = time.monotonic() + 30
+    while f"stopped {request_id}" not in server.log_path.read_text(errors="replace") and time.monotonic() < deadline:
+        time.sleep(0.5)
+    result = _ml_poll(http, request_id, 0)
+    dropped = "cancelled" in str(result.get("error", ""))
+    print(f"  abandoned session-less sample, 30 s after its client left: {'dropped' if dropped else 'still served'}", file=sys.stderr)
+    return {"work left for a gone client": int(not dropped)}
+
+
+def _ml_time_budget(sc, server, http, tokens) -> dict[str, int]:
+    """64 x 2,000 tokens through the SDK: must end by the server's time budget and say so."""
+    import mint
+
+    sampler = sc.create_sampling_client(base_model=server.model_name)
+    started = time.monotonic()
+    try:
+        sampler.sample(mint.ModelInput.from_ints(list(range(20, 30))), 64, mint.SamplingParams(max_tokens=2000, stop=[])).result(
+            timeout=ML_BUDGET_S + 45
+        )
+        outcome, held = "served in full", 0
+    except mint.RequestFailedError as e:
+        outcome, held = f"failed: {str(e)[:70]}...", int("stopped after" in str(e))
+    except Exception as e:  # noqa: BLE001 - still running when the probe gave up
+        outcome, held = f"no answer ({type(e).__name__})", 0
+    print(f"  64 x 2,000 tokens, budget {ML_BUDGET_S} s: {outcome} after {time.monotonic() - started:.0f} s", file=sys.stderr)
+    return {"bounds not held": 1 - held}
+
+
+def _ml_server_as_pid1(state: Path, log: Path, failpoint: str | None) -> tuple[subprocess.Popen, str]:
+    """mint-local as PID 1 of a PID namespace of its own: the PID every restarted container's server has."""
+    env = {k: v for k, v in os.environ.items() if k != "MINT_LOCAL_FAILPOINT"}
+    if failpoint:
+        env["MINT_LOCAL_FAILPOINT"] = failpoint
+    cmd = ["unshare", "-Urpf", "--kill-child", sys.executable, "-m", "mint_local", "serve", "--host", "127.0.0.1",
+           "--port", "0", "--model", "tiny", "--device", "cpu", "--state-dir", str(state)]  # fmt: skip
+    with open(log, "a", encoding="utf-8") as err:
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, text=True, env=dict(env, PYTHONUNBUFFERED="1"))
+    for line in proc.stdout:
+        if line.startswith("mint-local listening on "):
+            return proc, line.split(" on ", 1)[1].strip()
+    raise RuntimeError(f"mint-local did not start: {log.read_text()[-2000:]}")
+
+
+def _ml_pid_reuse(workdir: Path) -> dict[str, int]:
+    """Overwrites killed between their two renames, the next server with the same PID (1)."""
+    import httpx
+    import mint
+
+    from mint_local.testing import TEST_API_KEY, TEXT, ce_datum
+
+    if subprocess.run(["unshare", "-Urpf", "true"], capture_output=True).returncode != 0:
+        print("  PID reuse: skipped (no unprivileged PID namespaces here)", file=sys.stderr)
+        return {}
+    lost = 0
+    for attempt in range(3):
+        state, log = workdir / f"pid-reuse-{attempt}", workdir / f"pid-reuse-{attempt}.log"
+        proc, url = _ml_server_as_pid1(state, log, "save:between-renames")
+        try:
+            sc = mint.ServiceClient(base_url=url, api_key=TEST_API_KEY)
+            tc = sc.create_lora_training_client(base_model="tiny", rank=4, seed=attempt)
+            tokens = tc.get_tokenizer().encode(TEXT)
+            tc.forward_backward([ce_datum(tokens)], "cross_entropy").result()
+            confirmed = tc.save_state("ck").result().path
+            with contextlib.suppress(httpx.HTTPError):
+                httpx.post(f"{url}/api/v1/save_weights", json={"model_id": tc.model_id, "path": "ck", "overwrite": True},
+                           headers={"X-API-Key": TEST_API_KEY}, timeout=30)  # fmt: skip
+            proc.wait(60)
+            sc.holder.close()
+        finally:
+            proc.kill()
+            proc.wait()
+        proc, url = _ml_server_as_pid1(state, log, None)
+        try:
+            sc = mint.ServiceClient(base_url=url, api_key=TEST_API_KEY)
+            tc = sc.create_lora_training_client(base_model="tiny", rank=4, seed=attempt)
+            try:
+                tc.load_state_with_optimizer(confirmed).result()
+            except Exception:  # noqa: BLE001 - the confirmed checkpoint is gone
+                lost += 1
+            sc.holder.close()
+        finally:
+            proc.kill()
+            proc.wait()
+    print(f"  PID reuse: 3 overwrites killed mid-way, each restarted as PID 1 again: {lost} confirmed checkpoints lost", file=sys.stderr)
+    return {"lost checkpoints (PID reuse)": lost}
+
+
+def probe_mint_local(workdir: Path) -> dict[str, int]:
+    os.environ["MINT_LOCAL_SAMPLE_BUDGET_S"] = str(ML_BUDGET_S)
+    # `python -m mint_local` puts its working folder first on sys.path: run the servers from the
+    # work folder, so that --code's mint_local is the one they import.
+    saved_cwd = os.getcwd()
+    os.chdir(workdir)
+    try:
+        return _ml_probe(workdir)
+    finally:
+        os.chdir(saved_cwd)
+
+
+def _ml_probe(workdir: Path) -> dict[str, int]:
+    import httpx
+    import mint
+
+    from mint_local.launcher import LocalServer
+    from mint_local.testing import TEST_API_KEY, TEXT
+
+    counts: collections.Counter[str] = collections.Counter()
+    figures: dict[str, str] = {}
+    server = LocalServer.start(model="tiny", device="cpu", state_dir=workdir / "state", log_path=workdir / "server.log")
+    try:
+        sc = mint.ServiceClient(base_url=server.base_url, api_key=TEST_API_KEY)
+        tokens = sc.create_lora_training_client(base_model=server.model_name, rank=2).get_tokenizer().encode(TEXT)
+        with httpx.Client(base_url=server.base_url, headers={"X-API-Key": TEST_API_KEY, "Content-Type": "application/json"}, timeout=60) as http:
+            for name, case in [
+                ("absurd learning rates (1e20, 1e30, 1e37, inf, NaN)", _ml_absurd_lr),
+                ("tiny temperatures (1e-45, 1e-38, 1e-30, 1e-7)", _ml_tiny_temperature),
+                ("deep JSON, deep user_metadata, negative/absurd shapes", _ml_bad_requests),
+                ("topk_prompt_logprobs 8,000 tokens x 2,000, then x 32", _ml_topk),
+                ("interpolate 4,000 source paths", _ml_interpolate),
+                ("abandoned session-less sample", _ml_abandoned),
+                ("time budget of one sample request", _ml_time_budget),
+            ]:
+                counts.update(_ml_case(name, server.pid, figures, lambda case=case: case(sc, server, http, tokens)))
+                if server.proc.poll() is not None:
+                    counts["crashes (tracebacks, 5xx)"] += 1
+                    break
+        sc.holder.close()
+    finally:
+        server.stop()
+    started = time.monotonic()
+    counts.update(_ml_pid_reuse(workdir))
+    figures["PID reuse (3 crash-restart pairs)"] = f"{time.monotonic() - started:.1f} s"
+    for name, figure in figures.items():
+        print(f"  {name}: {figure}", file=sys.stderr)
+    for key in ("poisoned models", "NaN answers", "crashes (tracebacks, 5xx)", "bounds not held", "work left for a gone client", "lost checkpoints (PID reuse)"):
+        counts.setdefault(key, 0)
+    return dict(counts)
+
+
 # --- main ----------------------------------------------------------------------------------------
 
 
@@ -439,7 +760,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sources", type=int, default=500)
     parser.add_argument("--seed", type=int, default=14)
-    parser.add_argument("--only", default="crashes,orphans,escapes,leaks")
+    parser.add_argument("--only", default="crashes,orphans,escapes,leaks,mint-local")
     parser.add_argument(
         "--code", type=Path, help="another checkout's root (an older commit, for a baseline): the processes the "
         "probe starts (CLI, workers, stdio MCP server) run its mcp_server/mint_local; the in-process MCP server "
@@ -462,7 +783,7 @@ def main() -> int:
                 counts = probe_crashes(args.sources, args.seed, workdir)
                 total = sum(v for k, v in counts.items() if k != "sources")
             else:
-                counts = {"orphans": probe_orphans, "escapes": probe_escapes, "leaks": probe_leaks}[category](workdir)
+                counts = {"orphans": probe_orphans, "escapes": probe_escapes, "leaks": probe_leaks, "mint-local": probe_mint_local}[category](workdir)
                 total = sum(counts.values())
             totals[category] = total
             print(f"{category}: {total}  ({time.monotonic() - started:.0f} s)")

@@ -86,9 +86,18 @@ async def body_json(request: Request) -> dict[str, Any]:
         data = json.loads(body or b"{}")
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise UserError(f"malformed JSON body for {request.url.path}: {e}") from None
+    except RecursionError:
+        raise UserError(_too_deep(request)) from None
     if not isinstance(data, dict):
         raise UserError(f"{request.url.path} expects a JSON object, got {type(data).__name__}")
     return data
+
+
+def _too_deep(request: Request) -> str:
+    return (
+        f"the JSON body for {request.url.path} is nested too deeply to read; no request of the API nests more "
+        "than a few levels (user_metadata at most 32)"
+    )
 
 
 def endpoint(fn: Handler) -> Callable[[Request], Awaitable[Response]]:
@@ -99,6 +108,8 @@ def endpoint(fn: Handler) -> Callable[[Request], Awaitable[Response]]:
             return _error(e.message, e.status)
         except ValidationError as e:
             return _error(_validation_message(e), 400)
+        except RecursionError:  # a nesting json.loads took but a later walk over the request did not
+            return _error(_too_deep(request), 400)
         except Exception as e:  # noqa: BLE001 - the server outlives every request
             traceback.print_exc(file=sys.stderr)
             # 400, not 500: tinker retries 5xx for minutes before the user sees anything.

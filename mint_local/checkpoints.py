@@ -13,16 +13,23 @@ plus `checkpoint.json` (mint-local metadata) and, for training checkpoints, `opt
 The path `tinker://<run_id>/weights/<name>` maps to `runs/<run_id>/weights/<name>`;
 `mint://` is accepted as a synonym.
 
-Crash safety: a checkpoint is written into a hidden scratch folder `.NAME~new~PID~X` and renamed
-into place. Overwriting moves the old folder aside to `.NAME~old~PID~X` first (two renames);
-a process killed between them leaves NAME missing, and the next start renames the old folder
-back, so a checkpoint the client was told about is never lost. Every other hidden folder left
-by a dead process is removed at start; those of a live process (another server on the same
-state directory) are left alone.
+Crash safety: a checkpoint is written into a hidden scratch folder `.NAME~new~WRITER~X` and
+renamed into place. Overwriting moves the old folder aside to `.NAME~old~WRITER~X` first (two
+renames); a process killed between them leaves NAME missing, and the next start renames the old
+folder back, so a checkpoint the client was told about is never lost. Every other hidden folder
+left by a dead writer is removed at start; those of a live one (another server on the same state
+directory) are left alone.
+
+Whether a writer is alive is never judged by its PID: a restarted container's server gets the
+same PID as the one that crashed (often 1), which made recovery skip the restore. Each store
+holds an flock on `STATE/writers/WRITER.lock` for its process's life; the kernel releases it
+however the process ends, and a lock another process can take belongs to a dead writer.
 """
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import json
 import os
 import re
@@ -40,9 +47,14 @@ from .errors import NotFound, UserError
 CheckpointKind = Literal["training", "sampler"]
 _KIND_DIR = {"training": "weights", "sampler": "sampler_weights"}
 _NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")  # always fullmatch: "name\n" is refused
-# Hidden work folders: ".NAME~new~PID~X" (a save in progress), ".NAME~old~PID~X" (the folder an
-# overwrite replaces). "~" never occurs in a name, so NAME and the writer's PID can be read back.
-_WORK_RE = re.compile(r"\.(?P<name>[A-Za-z0-9][A-Za-z0-9._-]{0,127})~(?P<role>new|old)~(?P<pid>[0-9]+)~[0-9a-f]+")
+# Hidden work folders: ".NAME~new~WRITER~X" (a save in progress), ".NAME~old~WRITER~X" (the folder
+# an overwrite replaces). "~" never occurs in a name, so NAME and the writer can be read back.
+# WRITER is "w" + 12 hex digits (a store's writer id), or a PID: what older versions wrote, and
+# what a store falls back to where the file system has no flock.
+_WORK_RE = re.compile(
+    r"\.(?P<name>[A-Za-z0-9][A-Za-z0-9._-]{0,127})~(?P<role>new|old)~(?P<writer>[0-9]+|w[0-9a-f]{12})~[0-9a-f]+"
+)
+WRITERS_DIR = "writers"
 # Set by the crash tests only: the process exits at this point of a save, as a kill -9 would.
 FAILPOINT_ENV = "MINT_LOCAL_FAILPOINT"
 ADAPTER_FILE = "adapter_model.safetensors"
@@ -119,17 +131,77 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def _work_dir(final: Path, role: str) -> Path:
-    return final.with_name(f".{final.name}~{role}~{os.getpid()}~{uuid.uuid4().hex[:8]}")
+def _try_lock(fd: int) -> bool:
+    """Take an exclusive flock without waiting: False if another open file holds it."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as e:
+        if e.errno in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
+            return False
+        raise
+    return True
 
 
-def recover_folder(parent: Path) -> list[str]:
-    """Finish or undo the saves a dead process left in `parent`; returns what was done."""
+class WriterLock:
+    """A store's writer id, alive exactly as long as its process: the store holds an flock on
+    `writers/ID.lock`, which the kernel drops when the process ends, however it ends."""
+
+    def __init__(self, folder: Path) -> None:
+        folder.mkdir(parents=True, exist_ok=True)
+        writer = "w" + uuid.uuid4().hex[:12]
+        # Locked under a name recovery never reads, then renamed (the lock stays with the file):
+        # a lock file recovery can see is held, or its writer is dead.
+        tmp = folder / f".{writer}.tmp"
+        self._fd: int | None = os.open(tmp, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            if not _try_lock(self._fd):
+                raise OSError(errno.EAGAIN, "lock taken")
+            os.replace(tmp, folder / f"{writer}.lock")
+            self.id = writer
+        except OSError:  # no flock on this file system (some network or FUSE mounts): name saves by PID
+            os.close(self._fd)
+            self._fd = None
+            tmp.unlink(missing_ok=True)
+            self.id = str(os.getpid())
+
+    def close(self) -> None:
+        """Give the lock up (the process exiting does the same)."""
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    __del__ = close
+
+
+def _writer_alive(writer: str, writers: Path | None) -> bool:
+    if writer.isdigit():
+        # Named by its PID: alive if that PID is, the best such a name can tell (a reused PID
+        # looks alive, which is why stores hold a lock instead).
+        return _pid_alive(int(writer))
+    try:
+        fd = os.open(writers / f"{writer}.lock", os.O_RDWR) if writers is not None else None
+    except FileNotFoundError:
+        return False  # only a dead writer's lock file is ever removed
+    if fd is None:
+        return False
+    try:
+        return not _try_lock(fd)
+    finally:
+        os.close(fd)  # and with it the lock, if this took it
+
+
+def _work_dir(final: Path, role: str, writer: str) -> Path:
+    return final.with_name(f".{final.name}~{role}~{writer}~{uuid.uuid4().hex[:8]}")
+
+
+def recover_folder(parent: Path, writers: Path | None = None) -> list[str]:
+    """Finish or undo the saves a dead writer left in `parent` (`writers`: the folder of the
+    writers' lock files); returns what was done."""
     done = []
     leftovers = [p for p in parent.iterdir() if p.name.startswith(".") and p.is_dir()]
     for p in sorted(leftovers, key=lambda p: p.name):
         m = _WORK_RE.fullmatch(p.name)
-        if m and _pid_alive(int(m["pid"])):
+        if m and _writer_alive(m["writer"], writers):
             continue  # another live server on this state directory is saving
         final = parent / m["name"] if m else None
         if m and m["role"] == "old" and final is not None and not final.exists() and (p / META_FILE).is_file():
@@ -155,18 +227,35 @@ class CheckpointStore:
         self.runs_dir = self.root / "runs"
         self.ephemeral_dir = self.root / "ephemeral"
         self.runs_dir.mkdir(parents=True, exist_ok=True)
+        self.writers_dir = self.root / WRITERS_DIR
+        self.writer = WriterLock(self.writers_dir)
         # Ephemeral samplers die with the server that made them.
         shutil.rmtree(self.ephemeral_dir, ignore_errors=True)
         self.ephemeral_dir.mkdir(parents=True, exist_ok=True)
         self.recover()
 
     def recover(self) -> None:
-        """Undo what a killed process left half done (see the module docstring)."""
+        """Undo what a killed process left half done (see the module docstring), then forget
+        the writers that are gone."""
         for run in self.runs_dir.iterdir():
             for sub in _KIND_DIR.values():
                 if (run / sub).is_dir():
-                    for line in recover_folder(run / sub):
+                    for line in recover_folder(run / sub, self.writers_dir):
                         print(f"mint-local: checkpoint recovery: {line}", file=sys.stderr, flush=True)
+        for f in self.writers_dir.glob("w*.lock"):
+            if f.stem == self.writer.id:
+                continue
+            try:
+                fd = os.open(f, os.O_RDWR)
+            except OSError:
+                continue  # another start removed it
+            try:
+                if _try_lock(fd):  # held while unlinking, so a live writer's file is never removed
+                    f.unlink(missing_ok=True)
+            except OSError:
+                pass
+            finally:
+                os.close(fd)
 
     # --- training runs -------------------------------------------------------------------------
 
@@ -259,7 +348,7 @@ class CheckpointStore:
                 "to save_state or choose another name"
             )
         final.parent.mkdir(parents=True, exist_ok=True)
-        scratch = _work_dir(final, "new")
+        scratch = _work_dir(final, "new", self.writer.id)
         scratch.mkdir()
         try:
             save_file({k: v.detach().to("cpu").contiguous() for k, v in tensors.items()}, str(scratch / ADAPTER_FILE))
@@ -275,7 +364,7 @@ class CheckpointStore:
             (scratch / META_FILE).write_text(json.dumps(meta, indent=2, sort_keys=True), encoding="utf-8")
             _failpoint("save:written")
             if final.exists():
-                trash = _work_dir(final, "old")
+                trash = _work_dir(final, "old", self.writer.id)
                 os.replace(final, trash)
                 _failpoint("save:between-renames")
                 os.replace(scratch, final)

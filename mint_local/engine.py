@@ -36,6 +36,9 @@ SAMPLER_ADAPTER_SLOTS = 4
 LOGITS_BUDGET_BYTES = 512 * 1024 * 1024
 MAX_MICRO_BATCH_TOKENS = 32768
 SMALL_MODEL_PARAMS = 10_000_000
+# After each optim_step the adapter must still give finite logits on the start of the last
+# sequence it trained on: weights of 1e20 are finite, yet every forward through them is NaN.
+PROBE_TOKENS = 32
 
 _ATTN_PARTS = {"self_attn", "attn", "attention", "self_attention", "cross_attn"}
 _MLP_PARTS = {"mlp", "feed_forward", "ffn", "block_sparse_moe", "experts"}
@@ -70,6 +73,7 @@ class TrainingModel:
     optimizer: AdamW
     created: float = field(default_factory=time.time)
     steps: int = 0
+    probe: torch.Tensor | None = None  # int64 [<= PROBE_TOKENS]: the start of the last sequence trained on
 
     @property
     def adapter(self) -> str:
@@ -392,6 +396,7 @@ class Engine:
                 loss = torch.stack(terms).sum()
                 if backward:
                     loss.backward()
+                    tm.probe = batch.data[idxs[0]].tokens[:PROBE_TOKENS]
             total += float(loss.detach())
         return {
             "loss_fn_output_type": "ArrayRecord",
@@ -420,16 +425,18 @@ class Engine:
         return {"metrics": {"grad_norm:mean": grad_norm, "learning_rate:mean": adam.learning_rate, "step:max": float(tm.steps)}}
 
     def _guarded_step(self, tm: TrainingModel, settings: AdamSettings) -> None:
-        """One AdamW step that is undone if it leaves a weight or a moment non-finite (a huge
-        learning rate, or a gradient whose square overflows float32): one bad request never
-        leaves the adapter unusable. The copy is of the LoRA weights and moments only."""
+        """One AdamW step that is undone unless the adapter is still usable after it: every weight
+        and Adam moment finite, and finite logits on the start of the last sequence trained on.
+        A finite but absurd learning rate (1e20) leaves finite weights whose products overflow
+        float32, so every later forward and sample would be NaN; checking the weights alone
+        misses that. One bad request never leaves the adapter unusable. The copy is of the LoRA
+        weights and moments only."""
         params = [p.detach().clone() for p in tm.params]
         state = tm.optimizer.state_dict()
         state = {**state, **{k: [None if t is None else t.clone() for t in state[k]] for k in ("exp_avg", "exp_avg_sq")}}
         try:
             tm.optimizer.step(settings)
-            moments = [t for t in (*tm.optimizer.exp_avg, *tm.optimizer.exp_avg_sq) if t is not None]
-            if all(bool(torch.isfinite(t).all()) for t in (*tm.params, *moments)):
+            if self._usable(tm):
                 return
         except RuntimeError:  # e.g. a step size beyond float32 ("cannot be converted ... without overflow")
             pass
@@ -440,10 +447,21 @@ class Engine:
                 p.copy_(old)
         tm.optimizer.load_state_dict(state)
         raise UserError(
-            f"optim_step: this step (learning_rate={settings.learning_rate:g}) would have made weights or Adam moments "
-            "overflow float32, so it was undone: the weights and optimizer state are as before it. Lower the "
-            "learning rate or the loss scale (weights, advantages)"
+            f"optim_step: this step (learning_rate={settings.learning_rate:g}) would have made the model's outputs "
+            "non-finite (weights, Adam moments or the logits they produce overflow float32), so it was undone: the "
+            "weights and optimizer state are exactly as before it, and the gradient was discarded. Lower the "
+            "learning rate (LoRA fine-tuning typically uses 1e-5 to 1e-3) or the loss scale (weights, advantages)"
         )
+
+    def _usable(self, tm: TrainingModel) -> bool:
+        moments = [t for t in (*tm.optimizer.exp_avg, *tm.optimizer.exp_avg_sq) if t is not None]
+        if not all(bool(torch.isfinite(t).all()) for t in (*tm.params, *moments)):
+            return False
+        probe = tm.probe if tm.probe is not None else torch.arange(min(PROBE_TOKENS, self.vocab_size))
+        self._activate(tm.adapter)
+        with torch.inference_mode():
+            logits = self.lm.full_logits(probe[None].to(self.device))
+        return bool(torch.isfinite(logits).all())
 
     def _checkpoint_meta(self, tm: TrainingModel) -> dict[str, Any]:
         return {
@@ -606,6 +624,7 @@ class Engine:
                 elementwise = kl * d["weights"].to(self.device)
                 loss = elementwise.sum()
                 loss.backward()
+                tm.probe = d["student"][:PROBE_TOKENS]
                 total += float(loss.detach())
                 outputs.append({"loss": td(elementwise)})
         return {"type": "mint_forward_backward_reverse_kl", "outputs": outputs, "metrics": {"loss:sum": total}}

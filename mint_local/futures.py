@@ -194,6 +194,18 @@ class Worker:
 
         self._inbox.put(admit)
 
+    def soon(self, fn: Callable[[], None]) -> None:
+        """Run fn on the worker thread between two steps, without waiting for it (what stops one
+        sampling request: the decoder's state is the worker's alone)."""
+
+        def run() -> None:
+            try:
+                fn()
+            except Exception:  # noqa: BLE001 - the worker thread must outlive it
+                traceback.print_exc(file=sys.stderr)
+
+        self._inbox.put(run)
+
     def cancel(self, owner: str, message: str) -> None:
         """Drop every queued job and batched request of `owner`; each reports `message` as its error."""
 

@@ -7,7 +7,7 @@ shape below was read from the installed SDK's `tinker/types`, `tinker/resources`
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -16,6 +16,10 @@ MAX_STRING_CHARS = 4096  # any string field: names, paths, tags, stop strings
 MAX_TAGS = 64
 SEED_BOUND = 2**63  # seeds are integers in [0, 2**63): what torch's generators take
 SEQ_ID_BOUND = 2**63  # tinker's sampling clients start their seq_ids near 10**18
+# A tensor datum's shape: what torch can allocate, checked before it tries (a negative size
+# reached reshape() and answered with a traceback). Loss inputs are 1-D or 2-D.
+MAX_TENSOR_DIMS = 8
+MAX_TENSOR_DIM_SIZE = 2**31 - 1
 
 
 class Wire(BaseModel):
@@ -24,12 +28,13 @@ class Wire(BaseModel):
 
 SeqId = Field(None, ge=0, lt=SEQ_ID_BOUND)
 Seed = Field(None, ge=0, lt=SEED_BOUND)
+Shape = Annotated[list[Annotated[int, Field(ge=0, le=MAX_TENSOR_DIM_SIZE)]], Field(max_length=MAX_TENSOR_DIMS)]
 
 
 class TensorData(Wire):
     data: list[float] | list[int] | float | int
     dtype: Literal["int64", "float32"] = "float32"
-    shape: list[int] | None = None
+    shape: Shape | None = None
     sparse_crow_indices: list[int] | None = None
     sparse_col_indices: list[int] | None = None
 
@@ -178,7 +183,7 @@ class ReverseKLTensor(Wire):
     """`mint.mint`'s own TensorData mirror: {data, shape, dtype}."""
 
     data: list[float] | list[int] | float | int
-    shape: list[int] | None = None
+    shape: Shape | None = None
     dtype: str = "float32"
 
 

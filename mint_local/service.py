@@ -14,6 +14,7 @@ import hmac
 import json
 import math
 import os
+import sys
 import time
 import uuid
 from collections.abc import Awaitable, Callable
@@ -35,6 +36,20 @@ MAX_NUM_SAMPLES = 1024
 MAX_SAMPLED_TOKENS = 1 << 20  # num_samples x max_tokens of one sample request
 MAX_STOP_SEQUENCES = 128
 MAX_METADATA_BYTES = 16 * 1024  # user_metadata, as JSON
+MAX_METADATA_DEPTH = 32  # nesting of user_metadata: deeper ones overflow the recursive JSON writers later
+# Temperatures in (0, MIN_TEMPERATURE) are refused, not clamped: logits / temperature overflows
+# float32 below about 1e-38 (NaN log-probs the SDK cannot even parse), and long before that
+# every such temperature samples the argmax. Refusing says so; clamping would change the
+# user's setting silently. 0 stays greedy decoding.
+MIN_TEMPERATURE = 1e-6
+# topk_prompt_logprobs x prompt tokens: each entry is a (token, logprob) pair in the response
+# (~25 bytes of JSON, ~120 bytes as Python objects while it is built). 8,000 tokens x 2,000 made
+# a 398 MB response and left the server holding 4.2 GB.
+MAX_TOPK_PROMPT_ENTRIES = 1 << 18
+# interpolate_checkpoints writes one adapter of rank sum(r_i): bounded like a training
+# client's adapter, and in the number of sources read.
+MAX_INTERPOLATE_SOURCES = 64
+MAX_INTERPOLATE_RANK = 1024
 # How far a training request's seq_id may run ahead of the highest one its model has seen: the
 # SDK numbers requests 1, 2, 3 ... and only the chunks of one call travel concurrently.
 MAX_SEQ_AHEAD = 4096
@@ -44,6 +59,11 @@ MAX_SEQ_AHEAD = 4096
 SESSION_TIMEOUT_S = float(os.environ.get("MINT_LOCAL_SESSION_TIMEOUT_S", "60"))
 CLIENT_GONE_GRACE_S = 2.0
 SWEEP_S = 5.0
+# Wall-clock budget of one sampling request, queueing included: max_tokens bounds the tokens, this
+# bounds the time (a long request on a loaded CPU). Past it the request fails and says so. Generous
+# because it counts from arrival: an RL step's hundreds of requests share one decoding batch, and
+# the cookbook's recipes run for half an hour on one core.
+SAMPLE_BUDGET_S = float(os.environ.get("MINT_LOCAL_SAMPLE_BUDGET_S", "1800"))
 
 
 @dataclass
@@ -65,6 +85,17 @@ class Session:
 
 
 @dataclass
+class LiveSample:
+    """A sampling request not yet answered, and who still waits for it (event-loop thread only).
+    A request without a session has no heartbeat: its own polls are the only sign of a client."""
+
+    owner: str | None
+    deadline: asyncio.TimerHandle | None = None
+    last_polled: float = field(default_factory=time.monotonic)
+    open_polls: int = 0
+
+
+@dataclass
 class Sampler:
     sampler_id: str
     session_id: str
@@ -75,7 +106,22 @@ def _parse(model: type[BaseModel], raw: dict[str, Any]) -> Any:
     return model.model_validate(raw)
 
 
+def _depth(value: Any, limit: int) -> int:
+    """How deeply value nests (1 for a scalar), counting up to limit + 1 and no further."""
+    deepest, stack = 0, [(value, 1)]
+    while stack and deepest <= limit:
+        item, depth = stack.pop()
+        deepest = max(deepest, depth)
+        if isinstance(item, dict):
+            stack.extend((v, depth + 1) for v in item.values())
+        elif isinstance(item, list):
+            stack.extend((v, depth + 1) for v in item)
+    return deepest
+
+
 def _check_metadata(metadata: dict[str, Any] | None, what: str) -> dict[str, Any]:
+    if _depth(metadata, MAX_METADATA_DEPTH) > MAX_METADATA_DEPTH:
+        raise UserError(f"{what}: user_metadata nests more than {MAX_METADATA_DEPTH} levels deep; flatten it")
     size = len(json.dumps(metadata or {}, default=str).encode("utf-8"))
     if size > MAX_METADATA_BYTES:
         raise UserError(f"{what}: user_metadata is {size:,} bytes as JSON; the limit is {MAX_METADATA_BYTES:,}")
@@ -96,6 +142,10 @@ class Service:
         self._highest_seq: dict[str, int] = {}
         self._jwt_secret = os.urandom(32)
         self._owners: dict[str, str | None] = {}  # pending request_id -> the session it belongs to
+        self.live_samples: dict[str, LiveSample] = {}
+        # The decoder's SampleRequest of each live sampling request (worker thread only), so one
+        # can be stopped alone: past its time budget, or when nobody polls it any more.
+        self._decoding: dict[str, Any] = {}
         worker.attach(engine.decoder)
         self._sweep_s = min(SWEEP_S, SESSION_TIMEOUT_S / 2)
         self.loop.call_later(self._sweep_s, self._sweep)
@@ -115,6 +165,9 @@ class Service:
 
     def _resolve(self, request_id: str, payload: dict[str, Any]) -> None:
         self._owners.pop(request_id, None)
+        live = self.live_samples.pop(request_id, None)
+        if live is not None and live.deadline is not None:
+            live.deadline.cancel()
         self.futures.resolve(request_id, payload)
 
     def _submit(self, job: Job, model_id: str | None = None, owner: str | None = None) -> dict[str, Any]:
@@ -177,13 +230,46 @@ class Service:
         self.loop.call_later(CLIENT_GONE_GRACE_S, check)
 
     def _sweep(self) -> None:
-        """Drop the pending work of sessions that stopped heartbeating."""
+        """Drop the pending work of sessions that stopped heartbeating, and the session-less
+        sampling requests nobody polls."""
         now = time.monotonic()
         waiting = set(self._owners.values())
         for session in self.sessions.values():
             if not session.gone and session.session_id in waiting and now - session.last_seen > SESSION_TIMEOUT_S:
                 self._drop(session, f"no heartbeat or request for {SESSION_TIMEOUT_S:g} s")
+        for request_id, live in list(self.live_samples.items()):
+            if live.owner is None and live.open_polls == 0 and now - live.last_polled > SESSION_TIMEOUT_S:
+                self._stop_sample(request_id, f"cancelled: nobody polled {request_id} for {SESSION_TIMEOUT_S:g} s (its client is gone)")
         self.loop.call_later(self._sweep_s, self._sweep)
+
+    def _stop_sample(self, request_id: str, message: str) -> None:
+        """End one sampling request now: it fails with `message` and its rows leave the batch."""
+        if request_id not in self.live_samples:
+            return
+
+        def stop() -> None:  # worker thread
+            request = self._decoding.get(request_id)
+            if request is None or self.worker.batcher is None:
+                return  # it finished meanwhile
+            # The decoder cancels by owner: this request alone gets an owner of its own.
+            request.owner = request_id
+            if self.worker.batcher.cancel(request_id, message):
+                print(f"mint-local: stopped {request_id}: {message}", file=sys.stderr, flush=True)
+
+        self.worker.soon(stop)
+
+    def _poller_gone(self, request_id: str, live: LiveSample) -> None:
+        lost = time.monotonic()
+
+        def check() -> None:
+            if request_id in self.live_samples and live.open_polls == 0 and live.last_polled <= lost:
+                self._stop_sample(
+                    request_id,
+                    f"cancelled: nobody polls {request_id} any more (its client closed the connection and did not come "
+                    f"back within {CLIENT_GONE_GRACE_S:.0f} s)",
+                )
+
+        self.loop.call_later(CLIENT_GONE_GRACE_S, check)
 
     def _session(self, session_id: str) -> Session:
         session = self.sessions.get(session_id)
@@ -248,10 +334,19 @@ class Service:
         request_id = _parse(p.FutureRetrieveRequest, raw).request_id
         session = self.sessions.get(self._owners.get(request_id) or "")
         if session is None:
+            live = self.live_samples.get(request_id)
+            if live is not None:
+                live.open_polls += 1
+                live.last_polled = time.monotonic()
             try:
                 return await self.futures.wait(request_id, disconnected=disconnected)
             except ClientGone:
+                if live is not None:
+                    self._poller_gone(request_id, live)
                 return {"type": "try_again", "request_id": request_id, "queue_state": "active"}
+            finally:
+                if live is not None:
+                    live.open_polls -= 1
         session.seen()
         session.open_polls += 1
         try:
@@ -330,6 +425,9 @@ class Service:
             req = _parse(p.OptimStepRequest, raw)
             self.engine.get_model(req.model_id)
             a = req.adam_params
+            odd = {k: v for k, v in a.model_dump().items() if not math.isfinite(v)}
+            if odd:
+                raise UserError(f"optim_step: invalid AdamParams: values must be finite numbers, got {odd}")
             checks = [
                 (a.learning_rate >= 0, "learning_rate must be >= 0"),
                 (0 <= a.beta1 < 1 and 0 <= a.beta2 < 1, "beta1 and beta2 must be in [0, 1)"),
@@ -338,8 +436,8 @@ class Service:
                 (a.grad_clip_norm >= 0, "grad_clip_norm must be >= 0 (0 turns clipping off)"),
             ]
             for ok, message in checks:
-                if not (ok and all(math.isfinite(v) for v in a.model_dump().values())):
-                    raise UserError(f"optim_step: invalid AdamParams: {message if not ok else 'values must be finite'}")
+                if not ok:
+                    raise UserError(f"optim_step: invalid AdamParams: {message}")
             return lambda: self.engine.optim_step(req.model_id, a)
 
         return self._ordered(raw, build)
@@ -446,28 +544,51 @@ class Service:
             raise UserError(f"sample: at most {MAX_STOP_SEQUENCES} stop sequences, got {len(stops)}")
         if not (math.isfinite(params.temperature) and params.temperature >= 0):
             raise UserError("sample: temperature must be >= 0 (0 = greedy)")
+        if 0 < params.temperature < MIN_TEMPERATURE:
+            raise UserError(
+                f"sample: temperature {params.temperature:g} is below mint-local's floor of {MIN_TEMPERATURE:g}: so close "
+                "to 0 the scaled logits overflow float32 (NaN log-probs) and every token drawn is the argmax anyway. "
+                f"Use temperature=0 for greedy decoding, or at least {MIN_TEMPERATURE:g}"
+            )
         if not 0 < params.top_p <= 1:
             raise UserError("sample: top_p must be in (0, 1]")
         if params.top_k == 0 or params.top_k < -1:
             raise UserError("sample: top_k must be -1 (no limit) or a positive integer")
         if req.topk_prompt_logprobs < 0:
             raise UserError("sample: topk_prompt_logprobs must be >= 0")
+        k = min(req.topk_prompt_logprobs, engine.vocab_size)
+        if k * (len(prompt) - 1) > MAX_TOPK_PROMPT_ENTRIES:
+            raise UserError(
+                f"sample: topk_prompt_logprobs x prompt tokens is {k} x {len(prompt) - 1} = {k * (len(prompt) - 1):,} "
+                f"(token, logprob) pairs; one response may carry at most {MAX_TOPK_PROMPT_ENTRIES:,}: lower "
+                f"topk_prompt_logprobs (at most {MAX_TOPK_PROMPT_ENTRIES // max(1, len(prompt) - 1):,} for this prompt) "
+                "or score the prompt in shorter pieces"
+            )
         owner = sampler.session_id or None
         request_id = self._new_request(owner)
-        report = self._report(request_id)
-        self.worker.submit_batched(
-            lambda: engine.sample_request(
-                sampler.source,
-                prompt,
-                req.num_samples,
-                params,
-                bool(req.prompt_logprobs),
-                req.topk_prompt_logprobs,
-                owner=owner,
-                report=report,
-            ),
-            report,
+        live = self.live_samples[request_id] = LiveSample(owner)
+        live.deadline = self.loop.call_later(
+            SAMPLE_BUDGET_S,
+            self._stop_sample,
+            request_id,
+            f"sample: stopped after {SAMPLE_BUDGET_S:g} s, mint-local's wall-clock budget for one sampling request "
+            f"(MINT_LOCAL_SAMPLE_BUDGET_S; {req.num_samples} samples x up to {max_tokens} tokens did not finish): lower "
+            "max_tokens or num_samples, or send several smaller requests",
         )
+        resolve = self._report(request_id)
+
+        def report(payload: dict[str, Any]) -> None:  # worker thread
+            self._decoding.pop(request_id, None)
+            resolve(payload)
+
+        def start() -> Any:  # worker thread
+            request = engine.sample_request(
+                sampler.source, prompt, req.num_samples, params, bool(req.prompt_logprobs), k, owner=owner, report=report
+            )
+            self._decoding[request_id] = request
+            return request
+
+        self.worker.submit_batched(start, report)
         return {"request_id": request_id, "model_id": None}
 
     def get_sampler(self, sampler_id: str) -> dict[str, Any]:
@@ -537,8 +658,8 @@ class Service:
         engine.get_model(req.model_id)
         if not req.data:
             raise UserError("forward_backward_reverse_kl: data is empty")
-        if not (math.isfinite(req.temperature) and req.temperature > 0):
-            raise UserError("forward_backward_reverse_kl: temperature must be > 0")
+        if not (math.isfinite(req.temperature) and req.temperature >= MIN_TEMPERATURE):
+            raise UserError(f"forward_backward_reverse_kl: temperature must be at least {MIN_TEMPERATURE:g}")
         reference = self._reference_source(req.reference_model_path)
         data = []
         for i, d in enumerate(req.data):
@@ -584,12 +705,25 @@ class Service:
             )
         if not all(math.isfinite(c) for c in req.coefficients):
             raise UserError("interpolate_checkpoints: coefficients must be finite numbers")
+        if len(req.source_paths) > MAX_INTERPOLATE_SOURCES:
+            raise UserError(
+                f"interpolate_checkpoints: {len(req.source_paths):,} source_paths; at most {MAX_INTERPOLATE_SOURCES} per "
+                "call (the result is one adapter holding every source's factors): combine them in stages, since "
+                "an interpolated checkpoint can be a source itself, and list each checkpoint once"
+            )
         store = self.engine.store
         sources = []
         for path in req.source_paths:
             ref, meta = store.resolve(path)
             self.engine.check_same_base(meta, path)
             sources.append((ref, meta))
+        rank = sum(int(meta["lora"]["rank"]) for _, meta in sources)
+        if rank > MAX_INTERPOLATE_RANK:
+            raise UserError(
+                f"interpolate_checkpoints: the result would be a LoRA adapter of rank {rank:,} (the sum of the sources' "
+                f"ranks); at most {MAX_INTERPOLATE_RANK}, the largest a training client may have: interpolate fewer "
+                "checkpoints per call (list each checkpoint once)"
+            )
         first = sources[0][0]
         out_path = req.output_path or time.strftime("interp-%Y%m%d-%H%M%S")
         if out_path.startswith(("tinker://", "mint://")):

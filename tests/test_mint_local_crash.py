@@ -8,6 +8,8 @@ would. The next server on the same state directory must repair it.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import subprocess
 import sys
 
@@ -17,7 +19,7 @@ import pytest
 import torch
 
 from mint_local.checkpoints import FAILPOINT_ENV, recover_folder
-from mint_local.launcher import LocalServer
+from mint_local.launcher import LISTENING_PREFIX, LocalServer
 from mint_local.testing import TEST_API_KEY, TEXT, ce_datum, checkpoint_dir, logprobs_of
 
 ADAM = mint.AdamParams(learning_rate=5e-2)
@@ -110,3 +112,117 @@ def test_recovery_leaves_the_work_of_a_live_process_alone(tmp_path):
     finally:
         live_pid.kill()
         live_pid.wait()
+
+
+# --- PID reuse: the restarted server has the PID of the one that crashed --------------------------
+
+
+def _pid_namespaces_work() -> bool:
+    try:
+        return subprocess.run(["unshare", "-Urpf", "sh", "-c", "test $$ = 1"], capture_output=True, timeout=30).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+class ServerAsPid1:
+    """mint-local as PID 1 of a PID namespace of its own, as in a container: every such start
+    gets the same PID, as a restarted container's server does. `unshare --kill-child` takes the
+    server down with it."""
+
+    def __init__(self, state, log, failpoint: str | None) -> None:
+        env = {k: v for k, v in os.environ.items() if k != FAILPOINT_ENV}
+        if failpoint:
+            env[FAILPOINT_ENV] = failpoint
+        cmd = ["unshare", "-Urpf", "--kill-child", sys.executable, "-m", "mint_local", "serve", "--host", "127.0.0.1",
+               "--port", "0", "--model", "tiny", "--device", "cpu", "--state-dir", str(state)]  # fmt: skip
+        self.log = open(log, "a", encoding="utf-8")  # noqa: SIM115 - closed in stop()
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self.log, text=True, env=dict(env, PYTHONUNBUFFERED="1"))
+        for line in self.proc.stdout:
+            if line.startswith(LISTENING_PREFIX):
+                self.base_url = line[len(LISTENING_PREFIX) :].strip()
+                break
+        else:
+            raise AssertionError(f"mint-local did not start: {log.read_text(encoding='utf-8')[-3000:]}")
+
+    def wait(self, timeout: float) -> int:
+        return self.proc.wait(timeout=timeout)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()  # unshare ignores SIGTERM; its death kills the server (--kill-child)
+            self.proc.wait(30)
+        self.log.close()
+
+
+@pytest.mark.skipif(not _pid_namespaces_work(), reason="needs unprivileged user and PID namespaces (unshare -Urpf)")
+def test_an_interrupted_overwrite_is_restored_when_its_pid_is_alive_again(tmp_path):
+    """The issue's case: a server dies between the two renames of an overwrite, and the next one
+    runs with the same PID (PID 1 in a container, each time). Recovery judged the writer by its
+    PID, found it alive (itself) and left the confirmed checkpoint missing behind `.ck~old~1~...`."""
+    state, log = tmp_path / "state", tmp_path / "server.log"
+    first = ServerAsPid1(state, log, "save:between-renames")
+    try:
+        sc = mint.ServiceClient(base_url=first.base_url, api_key=TEST_API_KEY)
+        tc = sc.create_lora_training_client(base_model="tiny", rank=4, seed=1)
+        tokens = tc.get_tokenizer().encode(TEXT)
+        train_step(tc, tokens)
+        confirmed = tc.save_state("ck").result().path
+        confirmed_logprobs = logprobs_of(tc.forward([ce_datum(tokens)], "cross_entropy").result())
+        train_step(tc, tokens)
+        body = {"model_id": tc.model_id, "path": "ck", "overwrite": True}
+        with contextlib.suppress(httpx.HTTPError):
+            httpx.post(f"{first.base_url}/api/v1/save_weights", json=body, headers={"X-API-Key": TEST_API_KEY}, timeout=30)
+        assert first.wait(60) == 137
+        sc.holder.close()
+    finally:
+        first.stop()
+    folder = checkpoint_dir(state, confirmed)
+    assert not folder.exists() and any(n.startswith(".ck~old~") for n in hidden(folder.parent))
+
+    second = ServerAsPid1(state, log, None)  # PID 1 again: the crashed writer's PID is alive
+    try:
+        assert folder.is_dir() and hidden(folder.parent) == [], hidden(folder.parent)
+        sc = mint.ServiceClient(base_url=second.base_url, api_key=TEST_API_KEY)
+        tc = sc.create_lora_training_client(base_model="tiny", rank=4, seed=1)
+        tc.load_state_with_optimizer(confirmed).result()
+        assert torch.equal(logprobs_of(tc.forward([ce_datum(tokens)], "cross_entropy").result()), confirmed_logprobs)
+        sc.holder.close()
+    finally:
+        second.stop()
+    assert f"checkpoint recovery: restored {folder}" in log.read_text(encoding="utf-8")
+
+
+def test_recovery_judges_writers_by_their_lock_not_their_pid(tmp_path):
+    """A store's work folders are named by its writer id; they are left alone while the process
+    holding that writer's lock lives, and recovered once it is gone, whatever PIDs do."""
+    state = tmp_path / "state"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; from pathlib import Path; from mint_local.checkpoints import CheckpointStore; "
+         "s = CheckpointStore(Path(sys.argv[1])); print(s.writer.id, flush=True); time.sleep(120)", str(state)],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        live = holder.stdout.readline().strip()
+        dead = subprocess.run(
+            [sys.executable, "-c", "import sys; from pathlib import Path; from mint_local.checkpoints import CheckpointStore; "
+             "print(CheckpointStore(Path(sys.argv[1])).writer.id)", str(state)],
+            capture_output=True, text=True, check=True,
+        ).stdout.strip()  # fmt: skip
+        assert live.startswith("w") and dead.startswith("w") and live != dead
+        folder = tmp_path / "weights"
+        folder.mkdir()
+        for name in (f".a~new~{live}~abcd", f".b~old~{live}~abcd", f".c~new~{dead}~abcd", f".d~old~{dead}~abcd"):
+            (folder / name).mkdir()
+            (folder / name / "checkpoint.json").write_text("{}")
+        recover_folder(folder, state / "writers")
+        assert sorted(p.name for p in folder.iterdir()) == [f".a~new~{live}~abcd", f".b~old~{live}~abcd", "d"]
+        # A new store forgets the dead writer, never the live one.
+        from mint_local.checkpoints import CheckpointStore
+
+        store = CheckpointStore(state)
+        assert sorted(p.stem for p in (state / "writers").iterdir()) == sorted([live, store.writer.id])
+    finally:
+        holder.kill()
+        holder.wait()
+    recover_folder(folder, state / "writers")  # the holder is gone: its overwrite is put back too
+    assert sorted(p.name for p in folder.iterdir()) == ["b", "d"]

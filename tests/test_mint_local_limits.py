@@ -17,7 +17,8 @@ import mint
 import pytest
 import torch
 
-from mint_local.testing import TEST_API_KEY, ce_datum, logprobs_of
+from mint_local.launcher import LocalServer
+from mint_local.testing import TEST_API_KEY, ce_datum, checkpoint_dir, logprobs_of
 
 
 def new_client(sc, server, **kwargs):
@@ -325,6 +326,221 @@ def test_wire_limits_are_what_the_readme_says():
         f"{service.MAX_SEQ_AHEAD:,}",
         f"{protocol.MAX_TAGS} tags",
         f"{service.MAX_STOP_SEQUENCES} stop sequences",
+        f"at most {service.MAX_TOPK_PROMPT_ENTRIES:,} (token, logprob) pairs",
+        f"{service.MAX_INTERPOLATE_SOURCES} source paths",
+        f"at most {service.MAX_INTERPOLATE_RANK:,}",
+        f"{service.MAX_METADATA_DEPTH} levels",
+        f"at most {protocol.MAX_TENSOR_DIMS} sizes, each in [0, 2**31)",
+        f"{service.SAMPLE_BUDGET_S:g} s from its arrival",
+        f"(0, {service.MIN_TEMPERATURE:g})",
     ):
         assert value in readme, value
     assert json.dumps(protocol.SEED_BOUND) and "2**63" in readme
+
+
+# --- issue 26: nothing a request sends poisons a model, hangs on, or answers with a traceback ---
+
+
+def saved_state(state_dir, tc, name: str) -> tuple[bytes, dict]:
+    """The adapter file and the optimizer state of a save_state, as written to disk."""
+    folder = checkpoint_dir(state_dir, tc.save_state(name).result().path)
+    return (folder / "adapter_model.safetensors").read_bytes(), torch.load(folder / "optimizer.pt", weights_only=True)
+
+
+def seeded_sample(tc, tokens) -> tuple[list[list[int]], list[list[float]]]:
+    out = tc.save_weights_and_get_sampling_client().sample(
+        mint.ModelInput.from_ints(tokens[:8]), 3, mint.SamplingParams(max_tokens=6, seed=11, stop=[])
+    ).result()
+    return [s.tokens for s in out.sequences], [s.logprobs for s in out.sequences]
+
+
+def test_a_finite_absurd_learning_rate_is_undone_and_the_model_stays_bit_identical(sc, mint_local_server, http, tokens):
+    """lr 1e20 leaves every weight finite, but their products overflow float32: every forward and
+    sample after it was NaN. The step is undone: weights, Adam moments and step counts are the
+    bytes they were, and forward and sampling give what they gave before."""
+    tc = new_client(sc, mint_local_server)
+    tc.forward_backward([ce_datum(tokens)], "cross_entropy").result()
+    tc.optim_step(mint.AdamParams(learning_rate=1e-2)).result()  # moments exist: they must survive too
+    before_lp = finite_logprobs(tc, tokens)
+    before_sample = seeded_sample(tc, tokens)
+    before_state = saved_state(mint_local_server.state_dir, tc, "before-absurd-lr")
+    for i, lr in enumerate((1e20, 1e30, 1e37)):
+        tc.forward_backward([ce_datum(tokens)], "cross_entropy").result()
+        refused(
+            lambda lr=lr: tc.optim_step(mint.AdamParams(learning_rate=lr)),
+            "undone", "exactly as before", "learning rate",
+            errors=(mint.RequestFailedError,),
+        )  # fmt: skip
+        assert torch.equal(finite_logprobs(tc, tokens), before_lp), lr
+        tokens_now, logprobs_now = seeded_sample(tc, tokens)
+        assert (tokens_now, logprobs_now) == before_sample, lr
+        assert all(math.isfinite(x) for seq in logprobs_now for x in seq)
+        adapter, optimizer = saved_state(mint_local_server.state_dir, tc, f"after-absurd-lr-{i}")
+        assert adapter == before_state[0], lr
+        assert optimizer["steps"] == before_state[1]["steps"]
+        for key in ("exp_avg", "exp_avg_sq"):
+            for now, then in zip(optimizer["optimizer"][key], before_state[1]["optimizer"][key], strict=True):
+                assert torch.equal(now, then), (lr, key)
+    # inf and NaN never reach the step (the SDK cannot send them; raw JSON can).
+    for bad in (math.inf, math.nan):
+        response = post_raw(http, "/api/v1/optim_step", {"model_id": tc.model_id, "adam_params": {"learning_rate": bad}})
+        assert response.status_code == 400 and "finite" in response.text, response.text
+    assert torch.equal(finite_logprobs(tc, tokens), before_lp)
+    # The refused gradients were cleared, and the model trains on normally.
+    tc.forward_backward([ce_datum(tokens)], "cross_entropy").result()
+    tc.optim_step(mint.AdamParams(learning_rate=1e-2)).result()
+    assert finite_logprobs(tc, tokens).sum() > before_lp.sum()
+
+
+def test_a_temperature_below_the_floor_is_refused_and_never_gives_nan(sc, mint_local_server):
+    from mint_local.service import MIN_TEMPERATURE
+
+    sampler = sc.create_sampling_client(base_model=mint_local_server.model_name)
+    prompt = mint.ModelInput.from_ints([5, 6, 7, 8])
+    for tiny in (1e-45, 1e-38, 1e-20, MIN_TEMPERATURE / 2):
+        refused(
+            lambda t=tiny: sampler.sample(prompt, 2, mint.SamplingParams(max_tokens=3, temperature=t)),
+            f"floor of {MIN_TEMPERATURE:g}", "temperature=0 for greedy",
+        )  # fmt: skip
+    for ok in (0.0, MIN_TEMPERATURE, 0.7):
+        out = sampler.sample(prompt, 2, mint.SamplingParams(max_tokens=3, temperature=ok, seed=1, stop=[])).result()
+        assert all(math.isfinite(x) for s in out.sequences for x in s.logprobs), (ok, out)
+
+
+def test_topk_prompt_logprobs_are_bounded_by_the_response_they_make(sc, mint_local_server, tokens):
+    """8,000 prompt tokens x top-2,000 built a 398 MB response; the product is bounded up front."""
+    from mint_local.service import MAX_TOPK_PROMPT_ENTRIES
+
+    sampler = sc.create_sampling_client(base_model=mint_local_server.model_name)
+    long_prompt = mint.ModelInput.from_ints([(7 * i) % 1000 + 10 for i in range(8000)])
+    refused(
+        lambda: sampler.sample(long_prompt, 1, mint.SamplingParams(max_tokens=1), include_prompt_logprobs=True, topk_prompt_logprobs=2000),
+        f"at most {MAX_TOPK_PROMPT_ENTRIES:,}", "lower topk_prompt_logprobs (at most 32 for this prompt)",
+    )  # fmt: skip
+    out = sampler.sample(
+        mint.ModelInput.from_ints(tokens[:25]), 1, mint.SamplingParams(max_tokens=1), include_prompt_logprobs=True, topk_prompt_logprobs=5
+    ).result()
+    assert out.topk_prompt_logprobs[0] is None and all(len(row) == 5 for row in out.topk_prompt_logprobs[1:])
+
+
+def test_interpolate_is_bounded_in_sources_and_in_the_rank_it_writes(sc, mint_local_server):
+    import mint.mint as mintx
+
+    from mint_local.service import MAX_INTERPOLATE_RANK, MAX_INTERPOLATE_SOURCES
+
+    tc = new_client(sc, mint_local_server)  # rank 4
+    path = tc.save_weights_for_sampler("interp-bound").result().path
+    runs = mint_local_server.state_dir / "runs"
+
+    def written() -> list[str]:  # interpolations under their default name, interp-<date>-<time>
+        return sorted(str(p) for p in runs.glob("*/sampler_weights/interp-2*"))
+
+    written_before = written()
+    # 4,000 sources in a 0.2 MB request wrote 255 MB.
+    with pytest.raises(Exception, match=f"at most {MAX_INTERPOLATE_SOURCES} per call") as info:
+        mintx.interpolate_checkpoints(sc, source_paths=[path] * 4000, coefficients=[1 / 4000] * 4000)
+    assert "mint-local: " in str(info.value)
+    wide = sc.create_lora_training_client(base_model=mint_local_server.model_name, rank=40, seed=0)
+    wide_path = wide.save_weights_for_sampler("interp-wide").result().path
+    n = MAX_INTERPOLATE_RANK // 40 + 1  # within the source count, past the rank
+    with pytest.raises(Exception, match=f"rank {40 * n:,}"):
+        mintx.interpolate_checkpoints(sc, source_paths=[wide_path] * n, coefficients=[1 / n] * n)
+    assert written() == written_before  # refused before anything was written
+    ok = mintx.interpolate_checkpoints(sc, source_paths=[path, path], coefficients=[0.5, 0.5], output_path="interp-ok")
+    assert ok.path.endswith("/sampler_weights/interp-ok")
+
+
+def server_log(server) -> str:
+    return server.log_path.read_text(encoding="utf-8", errors="replace")
+
+
+def test_bad_request_shapes_are_a_400_without_a_traceback(http, sc, mint_local_server, tokens):
+    """Deep JSON and impossible tensor shapes reached json/torch and answered with a traceback on
+    the server's stderr (the answer was a 400 "internal error")."""
+    tracebacks_before = server_log(mint_local_server).count("Traceback")
+    tc = new_client(sc, mint_local_server)
+    n = len(tokens) - 1
+
+    def forward_with(targets: dict) -> httpx.Response:
+        datum = raw_datum(tokens, weights=[1.0] * n)
+        datum["loss_fn_inputs"]["target_tokens"] = targets
+        return post_raw(http, "/api/v1/forward", {"model_id": tc.model_id, "forward_input": {"data": [datum], "loss_fn": "cross_entropy"}})
+
+    deep_metadata = {"tags": [], "user_metadata": json.loads("{\"a\":" * 200 + "1" + "}" * 200)}
+    cases = [
+        (http.post("/api/v1/create_session", content="[" * 100_000 + "]" * 100_000), "nested too deeply"),
+        (http.post("/api/v1/create_session", content='{"tags": ' + "[" * 50_000 + "]" * 50_000 + "}"), "nested too deeply"),
+        (post_raw(http, "/api/v1/create_session", deep_metadata), "nests more than 32 levels"),
+        (forward_with({"data": tokens[1:3], "dtype": "int64", "shape": [-1, -2]}), "greater than or equal to 0"),
+        (forward_with({"data": tokens[1:], "dtype": "int64", "shape": [-n]}), "greater than or equal to 0"),
+        (forward_with({"data": [], "dtype": "int64", "shape": [2**40, 0]}), "less than or equal to"),
+        (forward_with({"data": tokens[1:], "dtype": "int64", "shape": [n] + [1] * 20}), "at most 8"),
+    ]
+    for response, message in cases:
+        assert response.status_code == 400 and message in response.text, response.text
+        assert "internal error" not in response.text, response.text
+    assert server_log(mint_local_server).count("Traceback") == tracebacks_before
+    finite_logprobs(tc, tokens)  # and the server serves on
+
+
+def sessionless_sample(http, server, num_samples: int = 64, max_tokens: int = 2000) -> str:
+    """A sampling request with no session behind it (what raw HTTP clients send): its request_id."""
+    body = {
+        "base_model": server.model_name,
+        "prompt": {"chunks": [{"type": "encoded_text", "tokens": list(range(20, 30))}]},
+        "num_samples": num_samples,
+        "sampling_params": {"max_tokens": max_tokens, "stop": []},
+    }
+    response = http.post("/api/v1/asample", json=body)
+    assert response.status_code == 200, response.text
+    return response.json()["request_id"]
+
+
+def wait_for_log(server, text: str, timeout: float = 60) -> bool:
+    deadline = time.monotonic() + timeout
+    while text not in server_log(server) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return text in server_log(server)
+
+
+def test_a_sessionless_sample_whose_client_went_away_is_dropped(http, mint_local_server):
+    """A client sends a long sample without a session, polls once and goes away: there is no
+    heartbeat to miss, so its closed poll is the sign; the request is stopped 2 s later (it ran
+    to the end, 122 s in the issue's case, before)."""
+    request_id = sessionless_sample(http, mint_local_server)
+    with pytest.raises(httpx.ReadTimeout):  # the client gives up on its poll: the connection closes
+        http.post("/api/v1/retrieve_future", json={"request_id": request_id}, timeout=1)
+    assert wait_for_log(mint_local_server, f"stopped {request_id}: cancelled: nobody polls {request_id} any more")
+    result = http.post("/api/v1/retrieve_future", json={"request_id": request_id}).json()
+    assert result["category"] == "user" and "closed the connection" in result["error"], result
+
+
+def test_a_sessionless_sample_nobody_polls_is_dropped(tmp_path, monkeypatch):
+    monkeypatch.setenv("MINT_LOCAL_SESSION_TIMEOUT_S", "2")
+    with LocalServer.start(model="tiny", device="cpu", state_dir=tmp_path / "state") as server:
+        with httpx.Client(base_url=server.base_url, headers={"X-API-Key": TEST_API_KEY}, timeout=60) as http:
+            request_id = sessionless_sample(http, server)
+            assert wait_for_log(server, f"stopped {request_id}: cancelled: nobody polled {request_id} for 2 s")
+            result = http.post("/api/v1/retrieve_future", json={"request_id": request_id}).json()
+        assert result["category"] == "user" and "nobody polled" in result["error"], result
+
+
+def test_a_sampling_request_stops_at_its_wall_clock_budget_and_says_so(tmp_path, monkeypatch):
+    """max_tokens bounds the tokens; MINT_LOCAL_SAMPLE_BUDGET_S bounds the time (64 x 2,000 tokens
+    takes minutes on a loaded CPU). The SDK sees a failed request that names the budget."""
+    monkeypatch.setenv("MINT_LOCAL_SAMPLE_BUDGET_S", "3")
+    with LocalServer.start(model="tiny", device="cpu", state_dir=tmp_path / "state") as server:
+        sc = mint.ServiceClient(base_url=server.base_url, api_key=TEST_API_KEY)
+        try:
+            sampler = sc.create_sampling_client(base_model=server.model_name)
+            prompt = mint.ModelInput.from_ints(list(range(20, 30)))
+            refused(
+                lambda: sampler.sample(prompt, 64, mint.SamplingParams(max_tokens=2000, stop=[])),
+                "stopped after 3 s", "MINT_LOCAL_SAMPLE_BUDGET_S", "lower max_tokens or num_samples",
+                errors=(mint.RequestFailedError,),
+            )  # fmt: skip
+            # A request that fits its budget is served as ever.
+            out = sampler.sample(prompt, 2, mint.SamplingParams(max_tokens=5, stop=[], seed=0)).result()
+            assert [len(s.tokens) for s in out.sequences] == [5, 5]
+        finally:
+            sc.holder.close()
