@@ -104,9 +104,28 @@ def migrate_and_smoke(framework: str, tmp_path: Path, monkeypatch) -> tuple[dict
     assert verdict.ran == f"your data (32 rows of {data_file}), your reward ({names} from {module})", verdict.ran
     assert (verdict.data_file, verdict.data_rows, verdict.reward) == (data_file, 32, REWARDS[framework])
     assert verdict.reward_calls == 16 and verdict.steps_done == 2  # 2 steps x 2 prompts x 4 answers
+    assert verdict.scope == "task" and verdict.task_command is None
     calls = [json.loads(line) for line in log.read_text().splitlines()]
     assert calls, "the reward module was never called"
     return constants(script.read_text()), calls, tmp_path / "out"
+
+
+def test_a_smoke_run_on_built_in_rows_says_it_proved_the_plumbing_only(tmp_path):
+    """A migration whose source trains on a Hub dataset, smoke-run offline: train.py falls back to its
+    built-in rows and placeholder reward. The run passes, and says in its first line that it proved the
+    plumbing, not the user's task, with the one command that runs the task (issue 22)."""
+    source = Path(__file__).parent / "fixtures" / "ledger" / "trl_grpo_optimizer" / "grpo_math.py"
+    result = migrate(source, [], output_dir="out", workspace=tmp_path, overwrite=False)
+    assert result.plan.data.source_kind == "hub" and result.plan.reward.status == "user"
+    verdict = run_smoke(tmp_path / "out" / "train.py", target="local", steps=1, timeout_s=400)
+    text = format_verdict(verdict)
+    assert verdict.passed, text
+    assert verdict.scope == "plumbing" and verdict.ran == "built-in examples, placeholder reward"
+    first = text.splitlines()[0]
+    assert first.startswith("smoke run PASSED (plumbing only: built-in examples, placeholder reward, not your task)")
+    assert verdict.task_command.startswith("python prepare_data.py   # AI-MO/NuminaMath-TIR -> train.jsonl")
+    assert f"your task    {verdict.task_command}" in text
+    assert '"scope": "plumbing"' in verdict.model_dump_json(indent=1).replace('":"', '": "')
 
 
 @pytest.mark.parametrize("framework", ["verl", "trl"])

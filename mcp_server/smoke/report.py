@@ -8,7 +8,11 @@ from mcp_server.smoke.verdict import SmokeVerdict
 def format_verdict(verdict: SmokeVerdict) -> str:
     """The verdict for a person at a shell."""
     head = "PASSED" if verdict.passed else "FAILED"
+    if verdict.passed and verdict.scope == "plumbing":
+        head += f" (plumbing only: {verdict.ran}, not your task)"
     lines = [f"smoke run {head}: {verdict.script} on {verdict.target} ({verdict.model or 'model unknown'})"]
+    if verdict.passed and verdict.task_command:
+        lines.append(f"  your task    {verdict.task_command}")
     lines.append(
         f"  steps        {verdict.steps_done}/{verdict.steps_requested}"
         + (f" (steps {verdict.first_step}..{verdict.last_step})" if verdict.first_step is not None else "")

@@ -24,6 +24,7 @@ from mcp_server.endpoint import Endpoint
 from mcp_server.errors import MintMigrateError
 from mcp_server.pyparse import PythonSyntaxError, parse_ast
 from mcp_server.render import with_companion
+from mcp_server.smoke import scope
 from mcp_server.smoke.classify import FIX_URL, classify
 from mcp_server.smoke.metrics import RunOutput, number
 from mcp_server.smoke.redaction import redact, redact_model
@@ -228,6 +229,7 @@ def _run_pinned(
     def finish(errors: list[SmokeError]) -> SmokeVerdict:
         verdict.errors = errors
         verdict.passed = not errors
+        scope.judge(verdict, pinned.source.decode("utf-8", errors="replace"))
         verdict.duration_s = round(time.monotonic() - started, 2)
         redact_model(verdict, secrets)
         return verdict

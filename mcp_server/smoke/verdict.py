@@ -75,6 +75,12 @@ class SmokeVerdict(BaseModel):
     data_rows: int | None = Field(default=None, description="Rows the run loaded (the first rows under --smoke).")
     data_file: str | None = Field(default=None, description="The data file it read; None: the built-in examples.")
     reward: str | None = Field(default=None, description="RL: the reward functions that ran, or 'placeholder'.")
+    scope: Literal["plumbing", "task"] | None = Field(
+        default=None,
+        description="What a run proved: 'task' (the user's data and reward) or 'plumbing' (built-in examples or "
+        "the placeholder reward where train.py knows the source's: it runs against MinT, nothing more).",
+    )
+    task_command: str | None = Field(default=None, description="plumbing: the one command that runs the user's task.")
     reward_calls: int | None = Field(default=None, description="RL: answers the reward scored (REWARD line).")
     reward_distinct: int | None = Field(default=None, description="RL: distinct values it returned.")
     checkpoint: str | None = None
