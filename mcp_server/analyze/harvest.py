@@ -81,7 +81,8 @@ def harvest(project: Project) -> list[Stated]:
         if f.python is not None:
             found += _python(f)
     for command, _script in project.launches:
-        found += _command(command)
+        if not auxiliary(command):
+            found += _command(command)
     return _winners(found)[:_MAX_ITEMS]
 
 
@@ -123,6 +124,17 @@ def _shell(f: InputFile) -> list[Stated]:
         if _plain(scalar):
             out.append(Stated(name, scalar, value.loc, value.level, "env"))
     return out
+
+
+# Commands a launcher runs around the training (data preparation, generation, evaluation, export):
+# their flags are not the training run's settings.
+_AUXILIARY = ("batch_inference", "inference", "generate", "preprocess", "prepare_data", "data_prep", "lm_eval",
+              "evaluate", "eval_", "serve", "merge", "convert", "export", "download", "upload", "interactive_chat")
+
+
+def auxiliary(command) -> bool:
+    target = (command.module or command.script or "").lower()
+    return any(word in target for word in _AUXILIARY)
 
 
 def _command(command) -> list[Stated]:
@@ -310,7 +322,7 @@ def _call_items(src: PySource, call: CallSite) -> list[Stated]:
         if arg.keyword is None or not _literal_node(arg.value):
             continue
         value = src.evaluate(arg.value, call.scope)
-        if value is None or not _plain(value.value) or value.value is None:
+        if value is None or value.value is None or not (_plain(value.value) or _flat_dict(value.value)):
             continue
         out.append(Stated(arg.keyword.value, value.value, value.loc, Level.CODE, "keyword", owner=owner))
     position = _POSITIONAL.get(call.name)
@@ -345,6 +357,12 @@ def _literal_node(node: cst.BaseExpression) -> bool:
     if isinstance(node, cst.FormattedString):
         return all(isinstance(p, cst.FormattedStringText) for p in node.parts)
     return False
+
+
+def _flat_dict(value: Any) -> bool:
+    """A keyword's dict of options (`gradient_checkpointing_kwargs={"use_reentrant": True}`)."""
+    return isinstance(value, dict) and len(value) <= 32 and all(
+        isinstance(k, str) and _plain(v) and not isinstance(v, list | tuple) for k, v in value.items())
 
 
 def _plain(value: Any) -> bool:

@@ -85,10 +85,21 @@ def is_openrlhf_command(command: Command) -> bool:
     return (command.module or command.script or "").startswith("openrlhf") or "openrlhf/cli" in (command.script or "")
 
 
+def entry_point(command: Command) -> str:
+    return (command.module or command.script or "").rsplit(".", 1)[-1].removesuffix(".py").rsplit("/", 1)[-1]
+
+
+def training_commands(project: Project) -> list[Command]:
+    """The OpenRLHF commands that train (an iterative-DPO loop also generates and judges with
+    openrlhf.cli.batch_inference); all OpenRLHF commands when none is a known trainer."""
+    commands = [c for c in project.commands() if is_openrlhf_command(c)]
+    return [c for c in commands if entry_point(c) in ENTRY_POINTS] or commands
+
+
 def analyze(project: Project, ev: Evidence) -> None:
     for f in project.pythons():
         infra_imports(f.python, ev)
-    commands = [c for c in project.commands() if is_openrlhf_command(c)]
+    commands = training_commands(project)
     if not commands:
         ev.vote("other", None, "no openrlhf.cli command found", 0)
         return
@@ -96,7 +107,7 @@ def analyze(project: Project, ev: Evidence) -> None:
     if len(commands) > 1:
         ev.warn("MULTIPLE_COMMANDS", f"The script launches {len(commands)} OpenRLHF runs; the first one "
                 f"({command.target}) was migrated.", command.loc)
-    entry = (command.module or command.script or "").rsplit(".", 1)[-1].removesuffix(".py").rsplit("/", 1)[-1]
+    entry = entry_point(command)
     algorithm = ENTRY_POINTS.get(entry, "other")
     flags = {a.name: a for a in command.flags()}
     dotted = sorted(n for n in flags if "." in n)
@@ -254,7 +265,7 @@ def _reward(project: Project, flags: dict[str, Arg], ev: Evidence) -> None:
 
 def read_task(project: Project, ev: Evidence, algorithm: Algorithm, kind: ScaffoldKind, settings: Settings,
               task: Task) -> None:
-    command = next((c for c in project.commands() if is_openrlhf_command(c)), None)
+    command = next(iter(training_commands(project)), None)
     if command is None:
         return
     flags = {a.name: a for a in command.flags()}

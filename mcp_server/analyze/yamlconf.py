@@ -105,15 +105,39 @@ class YamlConfig:
         value = self.values[key]
         if not isinstance(value.value, str) or "${" not in value.value:
             return value
-        m = _INTERP.fullmatch(value.value.strip())
-        if not m or key in seen:
+        if key in seen:
             return value
-        ref = m.group(1).strip()
-        if ref.startswith("."):  # relative: a sibling of this key
-            ref = key.rsplit(".", 1)[0] + ref if "." in key else ref[1:]
+        m = _INTERP.fullmatch(value.value.strip())
+        if not m:
+            return self._resolve_partial(key, value, seen)
+        ref = self._ref(key, m.group(1))
         if ref not in self.values:
             return value
         resolved = self._resolve(ref, seen | {key})
         self.values[ref] = resolved
         return resolved
+
+    def _ref(self, key: str, written: str) -> str:
+        ref = written.strip()
+        if ref.startswith("."):  # relative: a sibling of this key
+            ref = key.rsplit(".", 1)[0] + ref if "." in key else ref[1:]
+        return ref
+
+    def _resolve_partial(self, key: str, value: Value, seen: set[str]) -> Value:
+        """`hf://${model}` with `model: Qwen/Qwen3-8B` in the file: the composed text, at this key's own
+        line. Left as written when any part is not a plain value of the file (`${oc.env:HOME}`)."""
+        def part(m: re.Match) -> str:
+            ref = self._ref(key, m.group(1))
+            if ref not in self.values:
+                raise KeyError(ref)
+            resolved = self._resolve(ref, seen | {key})
+            if not isinstance(resolved.value, str | int | float) or isinstance(resolved.value, bool) \
+                    or (isinstance(resolved.value, str) and "${" in resolved.value):
+                raise KeyError(ref)
+            return str(resolved.value)
+
+        try:
+            return value.with_value(_INTERP.sub(part, value.value))
+        except KeyError:
+            return value
 
