@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from mcp_server.analyze import analyze
 from mcp_server.analyze.harvest import harvest
 from mcp_server.analyze.inputs import load_project
 from mcp_server.analyze.synonyms import meaning
@@ -263,3 +264,20 @@ def test_rows_built_by_a_map_function_reach_the_data_step(tmp_path):
                            "--out", str(tmp_path / "bad.jsonl")], capture_output=True, text=True, timeout=120)
     assert done.returncode != 0 and not (tmp_path / "bad.jsonl").exists()
     assert "row 1 has no prompt for train.py (its columns: question)" in done.stderr and 'DATA["fields"]' in done.stderr
+
+
+def test_hydra_entries_the_reader_cannot_resolve_are_reported(tmp_path):
+    (tmp_path / "conf" / "model").mkdir(parents=True)
+    (tmp_path / "conf" / "config.yaml").write_text(
+        "defaults:\n  - model: llama\n  - /cluster: slurm\n  - optim: ${oc.env:OPTIM}\n  - base_run\n  - _self_\n"
+        "lr: 1e-5\n")
+    (tmp_path / "conf" / "model" / "llama.yaml").write_text("# @package _global_\nname_or_path: meta-llama/Llama-3.2-1B\n")
+    (tmp_path / "train.py").write_text(
+        "import hydra\nimport torch\n\n\n@hydra.main(config_path='conf', config_name='config')\n"
+        "def main(cfg):\n    opt = torch.optim.AdamW([], lr=cfg.lr)\n    loss.backward()\n\n\nmain()\n")
+    plan = analyze(tmp_path / "train.py", [])
+    said = {w.message.split(":")[0]: w for w in plan.warnings if w.code == "HYDRA_UNRESOLVED"}
+    assert set(said) == {"defaults entry `/cluster", "defaults entry `optim", "defaults entry `base_run`",
+                         "a `# @package` directive"}, [w.message for w in plan.warnings]
+    assert said["defaults entry `base_run`"].source == "conf/config.yaml:1"
+    assert "no base_run.yaml beside the config" in said["defaults entry `base_run`"].message

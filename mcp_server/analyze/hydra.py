@@ -32,20 +32,27 @@ def compose(config_dir: Path, name: str, cli: dict[str, Value], label_for: Calla
     primary = _load(config_dir / _yaml_name(name), label_for)
     if primary is None:
         return None
-    return YamlConfig.from_values(primary.label, _merged(config_dir, primary, cli, label_for, 0))
+    skipped: list[str] = []
+    composed = YamlConfig.from_values(primary.label, _merged(config_dir, primary, cli, label_for, 0, skipped))
+    composed.skipped = skipped
+    return composed
 
 
 _MAX_DEPTH = 8  # a defaults list that names itself must not loop
 
 
 def _merged(folder: Path, config: YamlConfig, cli: dict[str, Value], label_for: Callable[[Path], str],
-            depth: int) -> dict[str, Value]:
+            depth: int, skipped: list[str]) -> dict[str, Value]:
     """A config's values with its defaults list merged in. A plain entry is another config of the same
     folder (`- base_model` in `model/llama.yaml`); a `group: option` entry is `folder/group/option.yaml`,
     its keys under `group.`, the option chosen on the command line when it says (`loss=dpo`: top level
     only). The config's own values win unless `_self_` comes first."""
     defaults = config.get("defaults")
     entries = defaults.value if defaults is not None and isinstance(defaults.value, list) else []
+    where = f"{defaults.loc}" if defaults is not None else config.label
+    if "@package" in config.text_head:
+        skipped.append(f"{config.label}:1: a `# @package` directive: hydra places this file's keys elsewhere; "
+                       "its values are read under the group's name here, check them")
     own = {k: v for k, v in config.values.items() if k != "defaults" and not k.startswith("defaults.")}
     merged: dict[str, Value] = {}
     self_first = bool(entries) and entries[0] == "_self_"
@@ -55,18 +62,29 @@ def _merged(folder: Path, config: YamlConfig, cli: dict[str, Value], label_for: 
         if isinstance(entry, str) and entry != "_self_" and not entry.startswith("/"):
             found = _load(folder / _yaml_name(entry), label_for)
             if found is not None:
-                merged.update(_merged(folder, found, {}, label_for, depth + 1))
+                merged.update(_merged(folder, found, {}, label_for, depth + 1, skipped))
+            else:
+                skipped.append(f"{where}: defaults entry `{entry}`: no {_yaml_name(entry)} beside the config")
+        elif isinstance(entry, str) and entry.startswith("/"):
+            skipped.append(f"{where}: defaults entry `{entry}`: an absolute config path, not read")
         elif isinstance(entry, dict) and len(entry) == 1:
             group, option = next(iter(entry.items()))
             group = str(group).removeprefix("override ").strip()
             chosen = cli.get(group)
             option = chosen.value if chosen is not None and isinstance(chosen.value, str) else option
-            if not isinstance(option, str) or option in {"null", "None"} or group.startswith("/"):
+            if option is None or option in {"null", "None"}:
+                continue
+            if not isinstance(option, str) or group.startswith("/") or "${" in option:
+                skipped.append(f"{where}: defaults entry `{group}: {option}`: "
+                               + ("an absolute group, not read" if group.startswith("/") else "not a file name"))
                 continue
             found = _load(folder / group / _yaml_name(option), label_for)
             if found is not None:
-                nested = _merged(folder / group, found, {}, label_for, depth + 1)
+                nested = _merged(folder / group, found, {}, label_for, depth + 1, skipped)
                 merged.update({f"{group}.{k}": v for k, v in nested.items()})
+            else:
+                skipped.append(f"{where}: defaults entry `{group}: {option}`: no {group}/{_yaml_name(option)} "
+                               "beside the config")
     if not self_first:
         merged.update(own)
     return merged

@@ -52,7 +52,8 @@ def analyze_inputs(source_path: Path, config_paths: list[Path], confirmed: list[
     mint.reasons.insert(0, f"framework {framework}: recognised at {where}")
     facts = task.extract(project, ev, reader.read_task, algorithm, mint.kind, settings)
     _task_choices(mint, settings, facts)
-    warnings = [*_still_open(ev.warnings, mint.kind, facts), *more, *facts.warnings, *_stray_flags(project)]
+    warnings = [*_still_open(ev.warnings, mint.kind, facts), *more, *facts.warnings, *_stray_flags(project),
+                *_hydra_skipped(project)]
     if algorithm == "other" and vote is not None and vote.weight == 0:
         warnings.append(PlanWarning(code="ALGORITHM_UNKNOWN", message=f"Could not tell the algorithm: {vote.why}. "
                                     "Check the scaffold choice in MIGRATION.md."))
@@ -233,6 +234,17 @@ def _launch_context(project: Project, ev: Evidence) -> None:
         what = next((f"{k}={values[k].value}" for k in keys if k in values), "cluster settings")
         loc = next((values[k].loc for k in keys if k in values), None)
         server_side(ev, f"{f.label} ({what})", loc)
+
+
+def _hydra_skipped(project: Project) -> list[PlanWarning]:
+    """Defaults-list entries of a hydra composition that were not read: said, never skipped silently."""
+    out = []
+    for f in project.pythons():
+        for what in getattr(f.python.hydra, "skipped", []) if f.python.hydra is not None else []:
+            where, _, message = what.partition(": ")
+            out.append(PlanWarning(code="HYDRA_UNRESOLVED", message=f"{message}. Its settings are not in the plan: "
+                                   "pass the file with --config, or confirm the values with --set.", source=where))
+    return out
 
 
 def _stray_flags(project: Project) -> list[PlanWarning]:

@@ -24,6 +24,8 @@ class YamlConfig:
         self.level = level
         self.values: dict[str, Value] = {}
         self.item_lines: dict[str, int] = {}  # `key.0.path` -> line, for mappings inside lists
+        self.text_head = text[:2048]  # for directives in the first comments (hydra's `# @package`)
+        self.skipped: list[str] = []  # a composition's entries that could not be read (hydra.py)
         try:
             node = yaml.compose(text, Loader=yaml.SafeLoader)
         except yaml.YAMLError as exc:
