@@ -133,8 +133,8 @@ class YamlConfig:
             if ref not in self.values:
                 raise KeyError(ref)
             resolved = self._resolve(ref, seen | {key})
-            if not isinstance(resolved.value, str | int | float) or isinstance(resolved.value, bool) \
-                    or (isinstance(resolved.value, str) and "${" in resolved.value):
+            if not isinstance(resolved.value, str | int | float) or (isinstance(resolved.value, str)
+                                                                     and "${" in resolved.value):
                 raise KeyError(ref)
             return str(resolved.value)
 
