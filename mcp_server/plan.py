@@ -106,6 +106,7 @@ class MintChoices(BaseModel):
         "stated values, else its optimizer's or framework's defaults, else MinT's; each origin is in `reasons`.",
     )
     save_every: int | None = Field(default=None, description="Checkpoint every N steps, as the source saves.")
+    seed: int | None = Field(default=None, description="The source's seed (data order and sampling).")
     reasons: list[str] = Field(default_factory=list)
 
 

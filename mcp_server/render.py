@@ -59,6 +59,7 @@ KIND_DEFAULTS: dict[str, dict[str, Any]] = {
 COMMON_DEFAULTS: dict[str, Any] = {
     "epochs": 1,
     "optimizer": dict(MINT_ADAM),
+    "seed": 0,
     "lr_schedule": "constant",
     "warmup_steps": 0,
     "warmup_ratio": 0.0,
@@ -130,6 +131,7 @@ class ScaffoldOptions(BaseModel):
     beta: float | None = Field(default=None, gt=0, description="dpo: the DPO beta.")
     steps: int | None = Field(default=None, ge=1, description="Default --steps (None: one pass over the data).")
     save_every: int | None = Field(default=None, ge=0, description="Default --save-every.")
+    seed: int | None = Field(default=None, ge=0, description="Default --seed (data order and sampling).")
     optimizer: dict[str, float] | None = Field(
         default=None,
         description="types.AdamParams settings besides the rate: beta1, beta2, eps, weight_decay, grad_clip_norm "
@@ -404,6 +406,7 @@ def plan_options(plan: MigrationPlan, out_dir: Path | None = None) -> ScaffoldOp
             steps=choices.steps,
             optimizer=choices.optimizer or None,
             save_every=choices.save_every,
+            seed=choices.seed,
             header=header,
             **per_kind,
         )
@@ -473,7 +476,7 @@ def train_py_constants(options: ScaffoldOptions) -> dict[str, Any]:
     values = template_values(options)
     names = {
         "BASE_MODEL": "base_model", "LEARNING_RATE": "learning_rate", "OPTIMIZER": "optimizer",
-        "LR_SCHEDULE": "lr_schedule", "SAVE_EVERY": "save_every",
+        "LR_SCHEDULE": "lr_schedule", "SAVE_EVERY": "save_every", "SEED": "seed",
         "LORA_RANK": "lora_rank", "STEPS": "steps", "EPOCHS": "epochs",
     }
     per_kind = {

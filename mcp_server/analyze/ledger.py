@@ -285,9 +285,13 @@ def _run_item(plan: MigrationPlan, base: dict, m: Meaning, s: Stated) -> LedgerI
         return LedgerItem(**base, disposition="not_carried",
                           reason="not a step count train.py can use (--save-every N saves every N steps)")
     if m.concept == "seed":
-        return LedgerItem(**base, disposition="changed", constant="--seed",
-                          reason="train.py seeds its data order and sampling with --seed (default 0): pass "
-                                 f"--seed {s.value} for the same seed (the LoRA init is the service's)")
+        kept = plan.mint.seed if plan.mint else None
+        if kept is not None and _same(kept, s.value):
+            return LedgerItem(**base, disposition="carried", constant="SEED",
+                              reason="train.py's --seed default: the LoRA init, data order and sampling")
+        return LedgerItem(**base, disposition="changed", constant="SEED",
+                          reason=f"train.py seeds with {kept if kept is not None else 0} (another line states the "
+                                 "run's seed, or this one is not an integer seed)")
     if m.concept == "resume":
         return LedgerItem(**base, disposition="changed", constant="--resume",
                           reason="train.py resumes from its own checkpoints.jsonl: --resume latest")

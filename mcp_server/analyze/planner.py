@@ -79,7 +79,8 @@ def analyze_inputs(source_path: Path, config_paths: list[Path], confirmed: list[
     adam = optimizer.choose(framework, stated, reader.optimizer_defaults(algorithm), _optimizer_class(project))
     mint.optimizer = adam.values
     mint.reasons += [f"Adam {param} {adam.values[param]:g}: {origin.text}" for param, origin in adam.origins.items()]
-    mint.save_every = _save_every(stated)
+    mint.save_every = _run_int(stated, "save_every", minimum=1)
+    mint.seed = _run_int(stated, "seed", minimum=0)
     plan.setting_uses = coverage.setting_uses(plan)
     _reward_constructs(plan)
     infra = {f.label for f in project.infra_configs()}
@@ -157,13 +158,11 @@ def _optimizer_class(project: Project) -> str | None:
     return None
 
 
-def _save_every(stated: list[Stated]) -> int | None:
-    for s in stated:
-        m = meaning(s.key, s.owner)
-        if m is not None and m.concept == "save_every" and isinstance(s.value, int) and not isinstance(s.value, bool) \
-                and s.value > 0:
-            return s.value
-    return None
+def _run_int(stated: list[Stated], concept: str, minimum: int) -> int | None:
+    """The source's save interval or seed, when it states one (the highest-level statement wins)."""
+    found = [s for s in stated if (m := meaning(s.key, s.owner)) is not None and m.concept == concept
+             and isinstance(s.value, int) and not isinstance(s.value, bool) and s.value >= minimum]
+    return max(found, key=lambda s: s.level).value if found else None
 
 
 def _task_choices(mint: MintChoices, settings: Settings, facts: task.Task) -> None:
