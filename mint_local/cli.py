@@ -63,7 +63,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--threads",
         type=int,
         default=None,
-        help="torch CPU threads (default: 1 for models under 10M parameters, else torch's default)",
+        help="torch CPU threads (default: 1 for models under 10M parameters, else the CPUs other processes leave "
+        "free, re-counted every few seconds, at most torch's default)",
     )
     serve.add_argument(
         "--max-context",
@@ -129,9 +130,11 @@ def serve(args: argparse.Namespace) -> int:
     except UserError as e:
         print(f"mint-local: {e.message}", file=sys.stderr)
         return 2
+    worker.tick = engine.thread_governor.tick if engine.thread_governor else None
+    governed = f" (now; up to {engine.thread_governor.ceiling} as other processes leave CPUs free)" if engine.thread_governor else ""
     log(
         f"serving {engine.name} ({engine.arch}, {engine.num_parameters:,} parameters) on {engine.device} "
-        f"{str(engine.dtype).replace('torch.', '')}, {worker.call(torch.get_num_threads)} CPU threads; state in {engine.store.root}"
+        f"{str(engine.dtype).replace('torch.', '')}, {worker.call(torch.get_num_threads)} CPU threads{governed}; state in {engine.store.root}"
     )
     config = uvicorn.Config(
         create_app(engine, worker, hosted_parity=args.hosted_parity),

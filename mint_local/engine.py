@@ -26,6 +26,7 @@ import torch
 from . import lora, losses, qwen3, sampling
 from .adam import AdamSettings, AdamW
 from .checkpoints import CheckpointRef, CheckpointStore
+from .cpu_threads import ThreadGovernor
 from .errors import NotFound, UserError
 from .inputs import PreparedBatch
 from .tiny_model import VARIANTS, ensure_tiny_model, served_name
@@ -116,12 +117,18 @@ class Engine:
         self.dtype = _pick_dtype(dtype, self.device)
         self.model = qwen3.load(self.path, self.device, self.dtype) if builtin else _load_transformers_model(self.path, self.device, self.dtype)
         self.num_parameters = sum(p.numel() for p in self.model.parameters())
+        # None: the thread count is fixed (--threads, a small model, or CUDA).
+        self.thread_governor: ThreadGovernor | None = None
         if threads is None and self.device.type == "cpu" and self.num_parameters < SMALL_MODEL_PARAMS:
             # A small model's ops are too short to win from splitting across cores; one thread
             # avoids the fan-out cost and leaves the other cores to the client process.
             threads = 1
         if threads:
             torch.set_num_threads(threads)
+        elif self.device.type == "cpu":
+            # Only the CPUs other work leaves free (cpu_threads.py): on a busy machine a parallel
+            # op waits for a thread that is not running.
+            self.thread_governor = ThreadGovernor(torch.set_num_threads, ceiling=torch.get_num_threads())
         config = self.model.config
         self.arch = (getattr(config, "architectures", None) or [type(self.model).__name__])[0]
         self.vocab_size = int(self.model.get_output_embeddings().weight.shape[0])

@@ -148,6 +148,32 @@ def test_sdk_concurrent_samples_equal_the_same_requests_alone(mint_local_server)
         sc.holder.close()
 
 
+# --- threads on a busy machine -------------------------------------------------------------------
+
+
+def test_thread_count_follows_the_cpus_other_processes_leave_free(engine):
+    """Beside two busy processes on two CPUs the governor that picks the default thread count
+    settles on one thread (a parallel op waits for a thread that is not running); `--threads`
+    wins over it: an engine given a count has no governor and keeps that count."""
+    from mint_local.cpu_threads import RECOUNT_S, ThreadGovernor
+
+    assert engine.thread_governor is None and torch.get_num_threads() == 1  # the fixture passes threads=1
+    busy = "import time\nend = time.monotonic() + 30\nwhile time.monotonic() < end:\n    pass\n"
+    burners = [subprocess.Popen([sys.executable, "-c", busy]) for _ in range(2)]
+    chosen: list[int] = []
+    try:
+        governor = ThreadGovernor(chosen.append, ceiling=2, cpus=2)
+        governor.threads = 2  # as if the machine had been quiet at launch
+        time.sleep(RECOUNT_S + 0.5)
+        governor.tick()
+        assert chosen[-1] == 1 and governor.threads == 1
+    finally:
+        for proc in burners:
+            proc.kill()
+            proc.wait()
+        torch.set_num_threads(1)
+
+
 # --- clients in their own processes -------------------------------------------------------------
 
 _SAMPLING_CLIENT = textwrap.dedent(
