@@ -27,6 +27,7 @@ import contextlib
 import os
 import platform
 import random
+import signal
 import statistics
 import subprocess
 import sys
@@ -82,9 +83,14 @@ def burners(count: int, seconds: float):
             proc.wait()
 
 
-def conversation_workload(sampler, turns: int, history: int, max_tokens: int, fresh: bool, seed: int) -> tuple[float, int]:
+class DidNotFinish(Exception):
+    pass
+
+
+def conversation_workload(sampler, turns: int, history: int, max_tokens: int, fresh: bool, seed: int, cap_s: float) -> tuple[float, int]:
     """CONVERSATIONS conversations at once, `turns` turns each: (wall seconds, prompt tokens sent).
-    fresh: every prompt is new random tokens of the length the conversation would have."""
+    fresh: every prompt is new random tokens of the length the conversation would have.
+    Raises DidNotFinish after cap_s."""
     import mint
 
     async def one(conversation: int) -> int:
@@ -105,8 +111,14 @@ def conversation_workload(sampler, turns: int, history: int, max_tokens: int, fr
     async def run() -> int:
         return sum(await asyncio.gather(*[one(c) for c in range(CONVERSATIONS)]))
 
+    async def capped() -> int:
+        try:
+            return await asyncio.wait_for(run(), cap_s)
+        except TimeoutError:
+            raise DidNotFinish from None
+
     t = time.perf_counter()
-    sent = asyncio.run(run())
+    sent = asyncio.run(capped())
     return time.perf_counter() - t, sent
 
 
@@ -115,16 +127,31 @@ def server_log_threads(server: LocalServer) -> str:
     return "; ".join(line.split("mint-local: ", 1)[-1][:110] for line in lines[-3:])
 
 
-def rounds_over(live: dict[str, LocalServer], rounds: int, work) -> dict[str, list[float]]:
+def rounds_over(live: dict[str, LocalServer], rounds: int, work, cap_s: float) -> dict[str, list[float]]:
+    """work(sampler, round) on each server in turn, `rounds` times: wall seconds per round. A
+    server whose run passes cap_s is stopped (its stalled work would load the others' rounds)
+    and counts as cap_s from then on (a lower bound)."""
     import mint
 
     clients = {label: mint.ServiceClient(base_url=s.base_url, api_key=API_KEY) for label, s in live.items()}
     try:
         samplers = {label: c.create_sampling_client(base_model=live[label].model_name) for label, c in clients.items()}
         times: dict[str, list[float]] = {label: [] for label in live}
+        stalled: set[str] = set()
         for i in range(rounds):
             for label in live:
-                wall = work(samplers[label], i)
+                if label in stalled:
+                    times[label].append(cap_s)
+                    continue
+                try:
+                    wall = work(samplers[label], i)
+                except DidNotFinish:
+                    wall = cap_s
+                    stalled.add(label)
+                    print(f"  round {i + 1} {label:18s} did not finish in {cap_s:.0f} s: server stopped", flush=True)
+                    print(f"  {label:18s} server log: {server_log_threads(live[label])}")
+                    live[label].stop()
+                    continue
                 times[label].append(wall)
                 print(f"  round {i + 1} {label:18s} {wall:7.1f} s   load {os.getloadavg()[0]:.1f}", flush=True)
         return times
@@ -134,22 +161,25 @@ def rounds_over(live: dict[str, LocalServer], rounds: int, work) -> dict[str, li
 
 
 def threads_section(args, work: Path) -> None:
-    specs: list[tuple[str, Path | None, int | None]] = [("default", None, None), ("--threads 1", None, 1), ("--threads 2", None, 2)]
+    specs: list[tuple[str, Path | None, int | None]] = [("default", None, None), ("--threads 1", None, 1)]
     if args.baseline:
         specs.append(("baseline default", args.baseline.resolve(), None))
+    specs.append(("--threads 2", None, 2))
     print(
         f"\n## {args.model}: {CONVERSATIONS} conversations x {args.turns} turns, history from {args.history} tokens, "
         f"max_tokens {args.max_tokens}, with 2 busy processes beside the servers; wall s per round"
     )
     with servers(specs, args.model, work / "threads") as live, burners(2, args.burn_s):
         time.sleep(2.0)  # the burners show in the load the default reads at its first count
-        times = rounds_over(live, args.rounds, lambda s, i: conversation_workload(s, args.turns, args.history, args.max_tokens, False, i)[0])
+        times = rounds_over(live, args.rounds, lambda s, i: conversation_workload(s, args.turns, args.history, args.max_tokens, False, i, args.cap_s)[0], args.cap_s)
         for label, server in live.items():
-            print(f"  {label:18s} server log: {server_log_threads(server)}")
+            if server.proc.returncode is None:
+                print(f"  {label:18s} server log: {server_log_threads(server)}")
     best = min(statistics.median(t) for label, t in times.items() if label.startswith("--threads"))
     for label, t in times.items():
         med = statistics.median(t)
-        print(f"{label:18s} median {med:7.1f} s (runs {', '.join(f'{x:.1f}' for x in t)}); / best --threads {med / best:.2f}x")
+        more = ">=" if med >= args.cap_s else ""
+        print(f"{label:18s} median {more}{med:7.1f} s (runs {', '.join(f'{x:.1f}' for x in t)}); / best --threads {more}{med / best:.2f}x")
 
 
 def prefix_section(args, work: Path) -> None:
@@ -163,7 +193,8 @@ def prefix_section(args, work: Path) -> None:
     with servers(specs, args.model, work / "prefix") as live:
         results: dict[str, dict[str, list[float]]] = {}
         for kind, fresh in (("history", False), ("fresh", True)):
-            for label, t in rounds_over(live, args.rounds, lambda s, i, fresh=fresh: conversation_workload(s, args.turns, args.history, args.max_tokens, fresh, i)[0]).items():
+            work = lambda s, i, fresh=fresh: conversation_workload(s, args.turns, args.history, args.max_tokens, fresh, i, args.cap_s)[0]  # noqa: E731
+            for label, t in rounds_over(live, args.rounds, work, args.cap_s).items():
                 results.setdefault(label, {})[kind] = t
     for label, r in results.items():
         h, f = statistics.median(r["history"]), statistics.median(r["fresh"])
@@ -180,7 +211,9 @@ def main() -> None:
     parser.add_argument("--history", type=int)
     parser.add_argument("--max-tokens", type=int, default=32)
     parser.add_argument("--burn-s", type=float, default=900.0, help="upper bound on the burners' life")
+    parser.add_argument("--cap-s", type=float, default=150.0, help="a run slower than this stops its server")
     args = parser.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so the servers and burners are stopped
     args.turns = args.turns or (2 if args.section == "threads" else 4)
     args.history = args.history or (200 if args.section == "threads" else 800)
     import torch
