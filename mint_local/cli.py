@@ -73,6 +73,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="tokens per sequence, prompt plus sampled (default: the model's max_position_embeddings, 32768 for "
         "the built-in tiny models, which take any length; a model folder's limit can only be lowered)",
     )
+    serve.add_argument(
+        "--prefix-cache-mb",
+        type=int,
+        default=None,
+        help="memory for the keys and values of recent prompts, reused by requests that start with one (a "
+        "conversation re-sending its history); 0 turns it off (default 256; built-in models only)",
+    )
     serve.add_argument("--allow-remote", action="store_true", help="allow binding a non-loopback address")
     return parser
 
@@ -123,9 +130,10 @@ def serve(args: argparse.Namespace) -> int:
     from .futures import Worker
 
     worker = Worker()
+    prefix = {} if args.prefix_cache_mb is None else {"prefix_cache_mb": max(0, args.prefix_cache_mb)}
     try:
         engine = worker.call(
-            lambda: Engine(model=args.model, device=args.device, dtype=args.dtype, state_dir=Path(args.state_dir), serve_any_model=args.serve_any_model, threads=args.threads, max_context=args.max_context)
+            lambda: Engine(model=args.model, device=args.device, dtype=args.dtype, state_dir=Path(args.state_dir), serve_any_model=args.serve_any_model, threads=args.threads, max_context=args.max_context, **prefix)
         )
     except UserError as e:
         print(f"mint-local: {e.message}", file=sys.stderr)

@@ -106,6 +106,7 @@ class Engine:
         serve_any_model: bool = False,
         threads: int | None = None,
         max_context: int | None = None,
+        prefix_cache_mb: int = sampling.PREFIX_CACHE_MB,
     ) -> None:
         self.store = CheckpointStore(Path(state_dir))
         self.serve_any_model = serve_any_model
@@ -138,7 +139,7 @@ class Engine:
         # Requests share attention batches only where the kernels are known to compute each
         # batch row on its own (the built-in model on the CPU); see sampling.py.
         self._merge_cohorts = builtin and self.device.type == "cpu"
-        self.decoder = self.new_decoder()
+        self.decoder = self.new_decoder(prefix_cache_bytes=prefix_cache_mb << 20)
         self.groups = _linear_module_groups(self.model)
         self.eos_ids = _eos_ids(self.path, config)
         self._tokenizer = None
@@ -304,6 +305,8 @@ class Engine:
             if old != name and old not in in_use:  # never evict an adapter a request still decodes with
                 del self._sampler_adapters[old_key]
                 self._remove(old)
+                if self.decoder.prefix is not None:
+                    self.decoder.prefix.forget(old)
         return name
 
     def _copy_into(self, adapter: str, tensors: dict[str, torch.Tensor], what: str) -> None:
@@ -514,7 +517,8 @@ class Engine:
         return self._tokenizer
 
     def new_decoder(self, **limits: Any) -> sampling.Decoder:
-        """A sampler for this model; `limits` override the Decoder's work bounds (tests)."""
+        """A sampler for this model; `limits` override the Decoder's work bounds and turn on its
+        prefix cache (`prefix_cache_bytes`; without it every prompt is prefilled whole)."""
         return sampling.Decoder(self.lm, self.routing, vocab_size=self.vocab_size, merge=self._merge_cohorts, **limits)
 
     def sample_request(

@@ -50,6 +50,7 @@ class LocalServer:
         hosted_parity: bool = False,
         max_context: int | None = None,
         threads: int | None = None,
+        prefix_cache_mb: int | None = None,
         timeout_s: float = 180,
         log_path: str | os.PathLike[str] | None = None,
     ) -> LocalServer:
@@ -82,6 +83,8 @@ class LocalServer:
             cmd += ["--max-context", str(max_context)]
         if threads is not None:
             cmd += ["--threads", str(threads)]
+        if prefix_cache_mb is not None:
+            cmd += ["--prefix-cache-mb", str(prefix_cache_mb)]
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         with open(log, "a", encoding="utf-8") as log_file:  # the child keeps its own copy of the fd
             proc = Supervised(cmd, env=env, stderr=log_file, name="mint-local")
