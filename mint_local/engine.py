@@ -580,7 +580,7 @@ class Engine:
         """Serve one sampling request alone, start to finish (the server batches requests through
         `decoder` instead; results are the same bit for bit)."""
         result: dict[str, Any] = {}
-        decoder = self.new_decoder(admit_window=0.0)
+        decoder = self.new_decoder()
         decoder.add(self.sample_request(source, prompt, num_samples, params, want_prompt_logprobs, topk_prompt, report=result.update))
         while decoder.pending():
             decoder.step()

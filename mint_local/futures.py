@@ -108,8 +108,6 @@ class Batcher(Protocol):
 
     def pending(self) -> bool: ...
 
-    def ready_in(self) -> float: ...
-
     def step(self) -> None: ...
 
     def cancel(self, owner: str, message: str) -> int: ...
@@ -214,20 +212,14 @@ class Worker:
     def stop(self) -> None:
         self._inbox.put(None)
 
-    def _wait_s(self) -> float | None:
-        """How long to wait for a message before working: None = until one comes."""
-        if self._jobs:
-            return 0.0
-        if self.batcher is None or not self.batcher.pending():
-            return None
-        return self.batcher.ready_in()  # the sampler may hold new requests back for a burst to gather
+    def _busy(self) -> bool:
+        return bool(self._jobs) or (self.batcher is not None and self.batcher.pending())
 
     def _run(self) -> None:
         while True:
-            # Take everything that arrived; wait only while there is nothing to do yet.
+            # Take everything that arrived; wait only when there is nothing to do.
             try:
-                wait = self._wait_s()
-                message = self._inbox.get_nowait() if wait == 0.0 else self._inbox.get(timeout=wait)
+                message = self._inbox.get(block=not self._busy())
                 while True:
                     if message is None:
                         return

@@ -57,13 +57,8 @@ MAX_DECODE_ROWS = 256
 MAX_PREFILL_TOKENS = 4096
 # While other requests decode, new ones are admitted once the oldest has waited this long, so
 # that a burst of requests (a group of concurrent samples) starts together and shares cohorts,
-# not one cohort per request.
+# not one cohort per request. With nothing decoding they start at once.
 ADMIT_WINDOW_S = 0.02
-# With nothing decoding, requests start once none has arrived for this long (and at the latest
-# ADMIT_WINDOW_S after the first): a burst sent at once (16 requests of one sample each) reaches
-# the server over a few milliseconds, and starting its first request alone left it a cohort of
-# its own, decoding steps ahead of the rest and then behind them on its own.
-BURST_GAP_S = 0.003
 # Default memory for the prefix cache's keys and values (`mint-local serve --prefix-cache-mb`).
 PREFIX_CACHE_MB = 256
 
@@ -373,7 +368,6 @@ class Decoder:
         max_decode_rows: int = MAX_DECODE_ROWS,
         max_prefill_tokens: int = MAX_PREFILL_TOKENS,
         admit_window: float = ADMIT_WINDOW_S,
-        burst_gap: float = BURST_GAP_S,
         prefix_cache_bytes: int = 0,
     ) -> None:
         self.lm = lm
@@ -386,7 +380,7 @@ class Decoder:
         self.merge = merge
         self.decode_tile, self.prefill_tile = decode_tile, prefill_tile
         self.max_decode_rows, self.max_prefill_tokens = max_decode_rows, max_prefill_tokens
-        self.admit_window, self.burst_gap = admit_window, burst_gap
+        self.admit_window = admit_window
         self.waiting: deque[SampleRequest] = deque()
         self.cohorts: deque[_Cohort] = deque()
 
@@ -397,13 +391,6 @@ class Decoder:
 
     def pending(self) -> bool:
         return bool(self.waiting or self.cohorts)
-
-    def ready_in(self) -> float:
-        """Seconds until step() has work to do (0: now), while anything is pending."""
-        if self.cohorts or not self.waiting:
-            return 0.0
-        start = min(self.waiting[-1].arrived + self.burst_gap, self.waiting[0].arrived + self.admit_window)
-        return max(0.0, start - time.monotonic())
 
     def adapters_in_use(self) -> set[str]:
         live = [r.adapter for r in self.waiting] + [r.adapter for c in self.cohorts for r in c.requests]
@@ -416,10 +403,7 @@ class Decoder:
     def _step(self) -> None:
         admitted: list[SampleRequest] = []
         budget = self.max_prefill_tokens
-        if self.cohorts:
-            due = bool(self.waiting) and time.monotonic() - self.waiting[0].arrived >= self.admit_window
-        else:
-            due = self.ready_in() == 0.0
+        due = not self.cohorts or (self.waiting and time.monotonic() - self.waiting[0].arrived >= self.admit_window)
         while due and self.waiting and (not admitted or len(self.waiting[0].prompt) <= budget):
             request = self.waiting.popleft()
             budget -= len(request.prompt)

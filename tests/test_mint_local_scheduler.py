@@ -96,26 +96,6 @@ def test_batched_sampling_equals_each_request_alone_bit_for_bit(engine):
     assert [results[i] for i in range(len(requests))] == alone
 
 
-def test_a_burst_of_requests_reaching_an_idle_sampler_starts_as_one_cohort(engine):
-    """Requests that reach an idle sampler close together (16 concurrent num_samples=1 requests)
-    are held until the burst has gathered, then start as one cohort, as one num_samples=16
-    request does; each still gets what it gets alone."""
-    decoder = engine.new_decoder(burst_gap=0.5)  # a wide gap, so a loaded machine cannot split the burst
-    requests = [(BASE_WEIGHTS, list(range(20, 36)), 1, _params(seed=i), False, 0) for i in range(4)]
-    results: dict[int, dict] = {}
-    for i, request in enumerate(requests):
-        decoder.add(engine.sample_request(*request, report=lambda payload, i=i: results.__setitem__(i, payload)))
-    assert decoder.ready_in() > 0
-    decoder.step()
-    assert not decoder.cohorts and len(decoder.waiting) == 4  # held: the burst may still be arriving
-    time.sleep(decoder.ready_in())
-    decoder.step()
-    assert [len(c.requests) for c in decoder.cohorts] == [4]
-    while decoder.pending():
-        decoder.step()
-    assert [results[i] for i in range(4)] == [engine.sample(*r) for r in requests]
-
-
 # --- the prefix cache: reused keys and values give what a whole prefill gives -------------------
 
 
