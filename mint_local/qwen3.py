@@ -140,7 +140,10 @@ class RowCache:
         for layer in range(len(cache.layers)):
             first = blocks[0][layer]
             buffer = first.new_empty((1, first.shape[0], capacity, first.shape[2]))
-            torch.cat([b[layer] for b in blocks], dim=1, out=buffer[0, :, : cache.length])
+            at = 0
+            for block in blocks:
+                buffer[0, :, at : at + block[layer].shape[1]] = block[layer]
+                at += block[layer].shape[1]
             cache.layers[layer] = buffer
         return cache
 
