@@ -144,7 +144,7 @@ def rounds_over(live: dict[str, LocalServer], rounds: int, work, cap_s: float) -
                     times[label].append(cap_s)
                     continue
                 try:
-                    wall = work(samplers[label], i)
+                    wall = work(samplers[label], i, label)
                 except DidNotFinish:
                     times[label].append(cap_s)
                     stalled.add(label)
@@ -172,7 +172,7 @@ def threads_section(args, work: Path) -> None:
     )
     with servers(specs, args.model, work / "threads") as live, burners(2, args.burn_s):
         time.sleep(2.0)  # the burners show in the load the default reads at its first count
-        times = rounds_over(live, args.rounds, lambda s, i: conversation_workload(s, args.turns, args.history, args.max_tokens, False, i, args.cap_s)[0], args.cap_s)
+        times = rounds_over(live, args.rounds, lambda s, i, _label: conversation_workload(s, args.turns, args.history, args.max_tokens, False, i, args.cap_s)[0], args.cap_s)
         for label, server in live.items():
             if server.proc.returncode is None:
                 print(f"  {label:18s} server log: {server_log_threads(server)}")
@@ -194,14 +194,17 @@ def prefix_section(args, work: Path) -> None:
         f"{args.history} tokens (max_tokens {args.max_tokens}, +{MESSAGE_TOKENS} per message) vs fresh prompts of the same lengths"
     )
     with servers(specs, args.model, work / "prefix") as live:
-        results: dict[str, dict[str, list[float]]] = {}
-        for kind, fresh in (("history", False), ("fresh", True)):
-            work = lambda s, i, fresh=fresh: conversation_workload(s, args.turns, args.history, args.max_tokens, fresh, i, args.cap_s)[0]  # noqa: E731
-            for label, t in rounds_over(live, args.rounds, work, args.cap_s).items():
-                results.setdefault(label, {})[kind] = t
-    for label, r in results.items():
-        h, f = statistics.median(r["history"]), statistics.median(r["fresh"])
-        print(f"{label:14s} history {h:6.1f} s, fresh {f:6.1f} s: fresh / history {f / h:.2f}x")
+        # Both workloads on each server in every round, so load drift hits them alike.
+        runs = {f"{label} / {kind}": server for label, server in live.items() for kind in ("history", "fresh")}
+        times = rounds_over(runs, args.rounds, lambda s, i, label: conversation_workload(s, args.turns, args.history, args.max_tokens, label.endswith("fresh"), i, args.cap_s)[0], args.cap_s)
+    for label in live:
+        h, f = times[f"{label} / history"], times[f"{label} / fresh"]
+        ratios = [b / a for a, b in zip(h, f, strict=True)]
+        print(
+            f"{label:14s} history median {statistics.median(h):6.1f} s, fresh median {statistics.median(f):6.1f} s: "
+            f"fresh / history per round {', '.join(f'{r:.2f}' for r in ratios)}, median {statistics.median(ratios):.2f}x"
+        )
+
 
 
 def main() -> None:
