@@ -240,6 +240,7 @@ def main() -> None:
     parser.add_argument("--baseline", type=Path, help="a copy of the code to compare with (e.g. main)")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--skip", nargs="*", default=[], choices=["concurrency", "mixed", "grpo"])
+    parser.add_argument("--max-tokens", type=int, help="tokens per sample in the concurrency figure (default: tiny 256, ~30M 48)")
     parser.add_argument(
         "--threads", type=int, help="OMP_NUM_THREADS for every server (default: the server's own choice; on a loaded "
         "2-core machine two-thread torch stalls on its spinning OpenMP team, so compare with 1)",
@@ -259,7 +260,7 @@ def main() -> None:
 
     if "concurrency" not in args.skip:
         print("\n## 16 concurrent requests x num_samples=1 vs one request x num_samples=16 (same prompt, stop=[]); tokens/s per wall | per server-CPU second")
-        for variant, max_tokens in (("tiny", 256), ("tiny-30m", 48)):
+        for variant, max_tokens in (("tiny", args.max_tokens or 256), ("tiny-30m", args.max_tokens or 48)):
             with servers(codes, variant, work) as live:
                 results = concurrency(live, max_tokens, args.rounds)
             for label, r in results.items():

@@ -63,7 +63,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--threads",
         type=int,
         default=None,
-        help="torch CPU threads (default: 1 for models under 10M parameters, else torch's default)",
+        help="torch CPU threads (default: 1 for models under 10M parameters, else the CPUs other processes leave "
+        "free, re-counted every few seconds, at most torch's default)",
     )
     serve.add_argument(
         "--max-context",
@@ -71,6 +72,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="tokens per sequence, prompt plus sampled (default: the model's max_position_embeddings, 32768 for "
         "the built-in tiny models, which take any length; a model folder's limit can only be lowered)",
+    )
+    serve.add_argument(
+        "--prefix-cache-mb",
+        type=int,
+        default=None,
+        help="memory for the keys and values of recent prompts, reused by requests that start with one (a "
+        "conversation re-sending its history); 0 turns it off (default 256; built-in models only)",
     )
     serve.add_argument("--allow-remote", action="store_true", help="allow binding a non-loopback address")
     return parser
@@ -122,16 +130,19 @@ def serve(args: argparse.Namespace) -> int:
     from .futures import Worker
 
     worker = Worker()
+    prefix = {} if args.prefix_cache_mb is None else {"prefix_cache_mb": max(0, args.prefix_cache_mb)}
     try:
         engine = worker.call(
-            lambda: Engine(model=args.model, device=args.device, dtype=args.dtype, state_dir=Path(args.state_dir), serve_any_model=args.serve_any_model, threads=args.threads, max_context=args.max_context)
+            lambda: Engine(model=args.model, device=args.device, dtype=args.dtype, state_dir=Path(args.state_dir), serve_any_model=args.serve_any_model, threads=args.threads, max_context=args.max_context, **prefix)
         )
     except UserError as e:
         print(f"mint-local: {e.message}", file=sys.stderr)
         return 2
+    worker.tick = engine.thread_governor.tick if engine.thread_governor else None
+    governed = f" (now; up to {engine.thread_governor.ceiling} as other processes leave CPUs free)" if engine.thread_governor else ""
     log(
         f"serving {engine.name} ({engine.arch}, {engine.num_parameters:,} parameters) on {engine.device} "
-        f"{str(engine.dtype).replace('torch.', '')}, {worker.call(torch.get_num_threads)} CPU threads; state in {engine.store.root}"
+        f"{str(engine.dtype).replace('torch.', '')}, {worker.call(torch.get_num_threads)} CPU threads{governed}; state in {engine.store.root}"
     )
     config = uvicorn.Config(
         create_app(engine, worker, hosted_parity=args.hosted_parity),

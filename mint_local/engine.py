@@ -26,6 +26,7 @@ import torch
 from . import lora, losses, qwen3, sampling
 from .adam import AdamSettings, AdamW
 from .checkpoints import CheckpointRef, CheckpointStore
+from .cpu_threads import ThreadGovernor
 from .errors import NotFound, UserError
 from .inputs import PreparedBatch
 from .tiny_model import VARIANTS, ensure_tiny_model, served_name
@@ -109,6 +110,7 @@ class Engine:
         serve_any_model: bool = False,
         threads: int | None = None,
         max_context: int | None = None,
+        prefix_cache_mb: int = sampling.PREFIX_CACHE_MB,
     ) -> None:
         self.store = CheckpointStore(Path(state_dir))
         self.serve_any_model = serve_any_model
@@ -120,12 +122,18 @@ class Engine:
         self.dtype = _pick_dtype(dtype, self.device)
         self.model = qwen3.load(self.path, self.device, self.dtype) if builtin else _load_transformers_model(self.path, self.device, self.dtype)
         self.num_parameters = sum(p.numel() for p in self.model.parameters())
+        # None: the thread count is fixed (--threads, a small model, or CUDA).
+        self.thread_governor: ThreadGovernor | None = None
         if threads is None and self.device.type == "cpu" and self.num_parameters < SMALL_MODEL_PARAMS:
             # A small model's ops are too short to win from splitting across cores; one thread
             # avoids the fan-out cost and leaves the other cores to the client process.
             threads = 1
         if threads:
             torch.set_num_threads(threads)
+        elif self.device.type == "cpu":
+            # Only the CPUs other work leaves free (cpu_threads.py): on a busy machine a parallel
+            # op waits for a thread that is not running.
+            self.thread_governor = ThreadGovernor(torch.set_num_threads, ceiling=torch.get_num_threads())
         config = self.model.config
         self.arch = (getattr(config, "architectures", None) or [type(self.model).__name__])[0]
         self.vocab_size = int(self.model.get_output_embeddings().weight.shape[0])
@@ -135,7 +143,7 @@ class Engine:
         # Requests share attention batches only where the kernels are known to compute each
         # batch row on its own (the built-in model on the CPU); see sampling.py.
         self._merge_cohorts = builtin and self.device.type == "cpu"
-        self.decoder = self.new_decoder()
+        self.decoder = self.new_decoder(prefix_cache_bytes=prefix_cache_mb << 20)
         self.groups = _linear_module_groups(self.model)
         self.eos_ids = _eos_ids(self.path, config)
         self._tokenizer = None
@@ -301,6 +309,8 @@ class Engine:
             if old != name and old not in in_use:  # never evict an adapter a request still decodes with
                 del self._sampler_adapters[old_key]
                 self._remove(old)
+                if self.decoder.prefix is not None:
+                    self.decoder.prefix.forget(old)
         return name
 
     def _copy_into(self, adapter: str, tensors: dict[str, torch.Tensor], what: str) -> None:
@@ -525,7 +535,8 @@ class Engine:
         return self._tokenizer
 
     def new_decoder(self, **limits: Any) -> sampling.Decoder:
-        """A sampler for this model; `limits` override the Decoder's work bounds (tests)."""
+        """A sampler for this model; `limits` override the Decoder's work bounds and turn on its
+        prefix cache (`prefix_cache_bytes`; without it every prompt is prefilled whole)."""
         return sampling.Decoder(self.lm, self.routing, vocab_size=self.vocab_size, merge=self._merge_cohorts, **limits)
 
     def sample_request(

@@ -156,6 +156,8 @@ class Worker:
         self._inbox: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
         self._jobs: OrderedDict[str | None, deque[_Task]] = OrderedDict()
         self.batcher: Batcher | None = None
+        # Called between pieces of work while busy (the engine's CPU thread governor).
+        self.tick: Callable[[], None] | None = None
         self._thread = threading.Thread(target=self._run, name="mint-local-worker", daemon=True)
         self._thread.start()
 
@@ -251,6 +253,8 @@ class Worker:
                 except Exception as e:  # noqa: BLE001 - the sampler reports its own failures; this is the last line
                     traceback.print_exc(file=sys.stderr)
                     self.batcher.fail_all(f"mint-local internal error while sampling: {type(e).__name__}: {e}")
+            if self.tick is not None:
+                self.tick()
 
 
 class SeqGate:

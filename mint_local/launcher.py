@@ -49,6 +49,8 @@ class LocalServer:
         serve_any_model: bool = False,
         hosted_parity: bool = False,
         max_context: int | None = None,
+        threads: int | None = None,
+        prefix_cache_mb: int | None = None,
         timeout_s: float = 180,
         log_path: str | os.PathLike[str] | None = None,
     ) -> LocalServer:
@@ -79,6 +81,10 @@ class LocalServer:
             cmd.append("--hosted-parity")
         if max_context is not None:
             cmd += ["--max-context", str(max_context)]
+        if threads is not None:
+            cmd += ["--threads", str(threads)]
+        if prefix_cache_mb is not None:
+            cmd += ["--prefix-cache-mb", str(prefix_cache_mb)]
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         with open(log, "a", encoding="utf-8") as log_file:  # the child keeps its own copy of the fd
             proc = Supervised(cmd, env=env, stderr=log_file, name="mint-local")

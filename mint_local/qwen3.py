@@ -24,6 +24,11 @@ from torch import nn
 
 # Positions per block of the sampler's RoPE table (Qwen3ForCausalLM._rope_table).
 ROPE_BLOCK = 1024
+# A prompt's attention runs in pieces that end at multiples of this position (forward_packed),
+# so the keys and values of a prompt's first k * PREFILL_BLOCK tokens are the same floats
+# whether they were computed with this prompt or with an earlier one that starts the same way:
+# the sampler's prefix cache reuses them in these blocks.
+PREFILL_BLOCK = 64
 
 
 class UnsupportedConfig(ValueError):
@@ -98,7 +103,9 @@ class RowCache:
         end = self.length + kv.shape[2]
         buffer = self.layers[layer]
         if buffer is None or buffer.shape[2] < end:
-            capacity = max(end, 2 * (0 if buffer is None else buffer.shape[2]))
+            # A power of two: the capacity (so the strides attention sees) depends only on the
+            # length, never on how the cache got there (one prefill, steps, a restored prefix).
+            capacity = 1 << (end - 1).bit_length()
             grown = kv.new_empty((kv.shape[0], kv.shape[1], capacity, kv.shape[3]))
             if buffer is not None:
                 grown[:, :, : self.length] = buffer[:, :, : self.length]
@@ -118,6 +125,27 @@ class RowCache:
         """Drop the rows not listed (finished sequences leave the batch)."""
         index = torch.tensor(rows, dtype=torch.int64)
         self.layers = [None if t is None else t.index_select(0, index.to(t.device)) for t in self.layers]
+
+    def blocks(self, start: int, end: int, size: int) -> list[list[torch.Tensor]]:
+        """Copies of row 0's keys and values of positions start..end, per block of `size`
+        positions: [block][layer] -> [2 * kv_heads, size, head_dim] (the prefix cache's unit)."""
+        return [[t[0, :, a : a + size].clone() for t in self.layers if t is not None] for a in range(start, end, size)]
+
+    @classmethod
+    def from_blocks(cls, blocks: list[list[torch.Tensor]]) -> RowCache:
+        """A one-row cache holding these blocks of positions 0.. in order (see `blocks`)."""
+        cache = cls(len(blocks[0]))
+        cache.length = sum(b[0].shape[1] for b in blocks)
+        capacity = 1 << (cache.length - 1).bit_length()
+        for layer in range(len(cache.layers)):
+            first = blocks[0][layer]
+            buffer = first.new_empty((1, first.shape[0], capacity, first.shape[2]))
+            at = 0
+            for block in blocks:
+                buffer[0, :, at : at + block[layer].shape[1]] = block[layer]
+                at += block[layer].shape[1]
+            cache.layers[layer] = buffer
+        return cache
 
     @classmethod
     def join(cls, caches: list[RowCache]) -> RowCache:
@@ -242,6 +270,9 @@ class Qwen3ForCausalLM(nn.Module):
         if config.tie_word_embeddings:
             self.lm_head.weight = self.model.embed_tokens.weight
 
+    # Prompt positions per block of the sampler's prefix cache (None would turn it off).
+    prefix_block: int | None = PREFILL_BLOCK
+
     def get_output_embeddings(self) -> nn.Linear:
         return self.lm_head
 
@@ -330,6 +361,19 @@ class Qwen3ForCausalLM(nn.Module):
                 outs.append(fn(at))
             return outs[0] if len(outs) == 1 else torch.cat(outs)
 
+        # A segment's new tokens attend in pieces that end at multiples of PREFILL_BLOCK
+        # (positions from 0), each piece to every key before its end: the pieces, so the
+        # attention calls, are the same whether a prompt runs from position 0 or continues a
+        # restored prefix, and so are the floats. A piece that starts at 0 is plain causal.
+        pieces: list[list[tuple[int, int, torch.Tensor | None]]] = []
+        for seg, (_s, _e, _rows, new) in zip(segments, spans, strict=True):
+            past, mine = seg.cache.length, []
+            for a in range(past, past + new) if new > 1 else ():
+                if a == past or a % PREFILL_BLOCK == 0:
+                    b = min(past + new, (a // PREFILL_BLOCK + 1) * PREFILL_BLOCK)
+                    mask = None if a == 0 else torch.arange(a, b, device=device)[:, None] >= torch.arange(b, device=device)[None, :]
+                    mine.append((a - past, b - past, mask))
+            pieces.append(mine)
         tiles = tiled(adapters)
         for layer in self.model.layers:
             attn = layer.self_attn
@@ -343,19 +387,25 @@ class Qwen3ForCausalLM(nn.Module):
 
             qkv = each_tile(tiles, project)  # [padded, heads + 2 * kv_heads, head_dim]
             outs = []
-            for seg, (s, e, rows, new) in zip(segments, spans, strict=True):
+            for seg, (s, e, rows, new), mine in zip(segments, spans, pieces, strict=True):
                 past = seg.cache.length
                 # [rows, heads + 2 * kv_heads, new, head_dim]; decode steps (new == 1) take one op
                 both = qkv[s:e, :, None] if new == 1 else qkv[s:e].view(rows, new, -1, head_dim).transpose(1, 2)
                 cached = seg.cache.write(attn.layer, both[:, heads:])
                 keys, values = cached[:, :kv_heads], cached[:, kv_heads:]
-                mask = None
-                if past and new > 1:  # new tokens after a cached prefix see it and the new ones before them
-                    mask = torch.arange(new, device=device)[:, None] + past >= torch.arange(past + new, device=device)[None, :]
-                out = F.scaled_dot_product_attention(
-                    both[:, :heads], keys, values, attn_mask=mask, is_causal=not past and new > 1, scale=scale, enable_gqa=gqa
-                )
-                outs.append(out.reshape(rows, heads * head_dim) if new == 1 else out.transpose(1, 2).reshape(rows * new, heads * head_dim))
+                if new == 1:
+                    out = F.scaled_dot_product_attention(both[:, :heads], keys, values, scale=scale, enable_gqa=gqa)
+                    outs.append(out.reshape(rows, heads * head_dim))
+                    continue
+                parts = [
+                    F.scaled_dot_product_attention(
+                        both[:, :heads, a:b], keys[:, :, : past + b], values[:, :, : past + b],
+                        attn_mask=mask, is_causal=mask is None, scale=scale, enable_gqa=gqa,
+                    )
+                    for a, b, mask in mine
+                ]  # fmt: skip
+                out = parts[0] if len(parts) == 1 else torch.cat(parts, dim=2)
+                outs.append(out.transpose(1, 2).reshape(rows * new, heads * head_dim))
             if pad is not None:
                 outs.append(pad)
             attended = outs[0] if len(outs) == 1 else torch.cat(outs)

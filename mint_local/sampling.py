@@ -11,8 +11,17 @@ completes a stop string (the stopping token is included, `stop_reason="stop"`), 
 `max_tokens` (`stop_reason="length"`). With `stop=None` the tokenizer's EOS ids stop
 sampling; `stop=[]` disables every stop, EOS included (tinker's documented meaning).
 
+Prefix reuse: the keys and values of prompts the server prefilled stay in a PrefixCache (LRU,
+bounded in bytes) in blocks of the model's `prefix_block` positions. A request whose prompt
+starts with blocks of a recent prompt on the same weights (a conversation re-sending its history,
+a group sharing a system prompt) prefills only the rest. The built-in model attends a prompt in
+pieces that end at block boundaries (`qwen3.forward_packed`), so the restored keys and values and
+every later float are what the request computes with nothing cached. Sampled tokens are not
+reused: the decode steps computed their keys and values with other kernel shapes (one query
+row, tiles of DECODE_TILE rows), which differ from a prefill's in the last bits.
+
 Exactness: a seeded request gets the same tokens and logprobs, bit for bit, whether it is
-served alone or batched with any other requests. Each request draws from its own generator,
+served alone or batched with any other requests, and whether or not its prefix was cached. Each request draws from its own generator,
 and the model's packed forward computes every row with the same kernels whatever else is in
 the batch (see `Qwen3ForCausalLM.forward_packed`). Requests admitted in the same step with
 prompts of the same length share one attention call (a cohort); CPU attention computes each
@@ -27,7 +36,7 @@ import os
 import sys
 import time
 import traceback
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Callable
 from collections.abc import Sequence as Seq
 from dataclasses import dataclass, field
@@ -50,6 +59,8 @@ MAX_PREFILL_TOKENS = 4096
 # that a burst of requests (a group of concurrent samples) starts together and shares cohorts,
 # not one cohort per request. With nothing decoding they start at once.
 ADMIT_WINDOW_S = 0.02
+# Default memory for the prefix cache's keys and values (`mint-local serve --prefix-cache-mb`).
+PREFIX_CACHE_MB = 256
 
 
 @dataclass
@@ -84,6 +95,11 @@ class LanguageModel(Protocol):
     """What the engine needs from a model: qwen3.Qwen3ForCausalLM offers it directly,
     TransformersLM wraps any transformers causal LM."""
 
+    # Positions per block of the prefix cache, None where prompts' keys and values cannot be
+    # reused exactly (TransformersLM). A model with a block size has a cache type with
+    # `blocks(start, end, size)` and `from_blocks(blocks)` (qwen3.RowCache).
+    prefix_block: int | None
+
     def full_logits(self, input_ids: torch.Tensor) -> torch.Tensor: ...
 
     def new_cache(self) -> Any: ...
@@ -110,6 +126,8 @@ class _TransformersCache:
 class TransformersLM:
     """A thin adapter over a transformers causal LM. It runs each segment as its own batch (no
     tiles), so requests are interleaved but not merged: exact, and fair, not faster."""
+
+    prefix_block = None  # we cannot vouch that a continued prefill computes what a whole one does
 
     def __init__(self, model: torch.nn.Module) -> None:
         self.model = model
@@ -168,6 +186,89 @@ def prompt_logprobs(logits: torch.Tensor, prompt: list[int], topk: int) -> tuple
 
 
 Report = Callable[[dict[str, Any]], None]
+
+
+@dataclass(eq=False)
+class _Block:
+    parent: Any  # the key of the block before it, None for a prompt's first block
+    tokens: tuple[int, ...]
+    kv: list[torch.Tensor]  # per layer, [2 * kv_heads, block, head_dim]
+    nbytes: int
+
+
+class PrefixCache:
+    """Keys and values of prompts' first blocks, per weights (adapter), least recently used
+    evicted past `max_bytes`.
+
+    A block is keyed by its adapter and a hash of its tokens and its parent's key, so a lookup
+    walks a prompt block by block; each hit is checked (same parent, same tokens), so a hash
+    collision is a miss, never a wrong reuse. Blocks of one prompt are touched leaf first, so
+    under pressure a conversation loses its newest blocks before the history they extend."""
+
+    def __init__(self, block: int, max_bytes: int, from_blocks: Callable[[list[list[torch.Tensor]]], Any]) -> None:
+        self.block = block
+        self.max_bytes = max_bytes
+        self._from_blocks = from_blocks
+        self._blocks: OrderedDict[tuple[str | None, int], _Block] = OrderedDict()
+        self.bytes = 0
+        self.reused_tokens = 0  # prompt tokens not prefilled thanks to the cache (bench, tests)
+
+    def __len__(self) -> int:
+        return len(self._blocks)
+
+    def _chain(self, adapter: str | None, prompt: list[int], blocks: int) -> list[tuple[tuple[str | None, int], tuple[int, ...]]]:
+        chain: list[tuple[tuple[str | None, int], tuple[int, ...]]] = []
+        parent: Any = None
+        for i in range(blocks):
+            tokens = tuple(prompt[i * self.block : (i + 1) * self.block])
+            key = (adapter, hash((parent, tokens)))
+            chain.append((key, tokens))
+            parent = key
+        return chain
+
+    def restore(self, adapter: str | None, prompt: list[int]) -> tuple[Any, int]:
+        """(a cache holding the longest cached prefix of `prompt`, its length) or (None, 0). At
+        least the prompt's last token is left to prefill: its logits choose the first token."""
+        found: list[_Block] = []
+        parent = None
+        for key, tokens in self._chain(adapter, prompt, (len(prompt) - 1) // self.block):
+            entry = self._blocks.get(key)
+            if entry is None or entry.parent != parent or entry.tokens != tokens:
+                break
+            found.append(entry)
+            parent = key
+        if not found:
+            return None, 0
+        length = len(found) * self.block
+        self.reused_tokens += length
+        return self._from_blocks([b.kv for b in found]), length
+
+    def store(self, adapter: str | None, prompt: list[int], cache: Any) -> None:
+        """Keep the complete blocks of `prompt`, whose keys and values `cache` holds (one row,
+        the whole prompt prefilled); blocks already kept are only marked used."""
+        chain = self._chain(adapter, prompt, len(prompt) // self.block)
+        parent = None
+        for i, (key, tokens) in enumerate(chain):
+            entry = self._blocks.get(key)
+            if entry is None or entry.parent != parent or entry.tokens != tokens:
+                if entry is not None:  # a hash collision: the newer prompt takes the key
+                    self._drop(key)
+                kv = cache.blocks(i * self.block, (i + 1) * self.block, self.block)[0]
+                entry = self._blocks[key] = _Block(parent, tokens, kv, sum(t.numel() * t.element_size() for t in kv))
+                self.bytes += entry.nbytes
+            parent = key
+        for key, _ in reversed(chain):
+            self._blocks.move_to_end(key)
+        while self.bytes > self.max_bytes and self._blocks:
+            self._drop(next(iter(self._blocks)))
+
+    def forget(self, adapter: str) -> None:
+        """Drop every block computed with `adapter` (its weights were unloaded)."""
+        for key in [k for k in self._blocks if k[0] == adapter]:
+            self._drop(key)
+
+    def _drop(self, key: tuple[str | None, int]) -> None:
+        self.bytes -= self._blocks.pop(key).nbytes
 
 
 class SampleRequest:
@@ -267,8 +368,13 @@ class Decoder:
         max_decode_rows: int = MAX_DECODE_ROWS,
         max_prefill_tokens: int = MAX_PREFILL_TOKENS,
         admit_window: float = ADMIT_WINDOW_S,
+        prefix_cache_bytes: int = 0,
     ) -> None:
         self.lm = lm
+        block = getattr(lm, "prefix_block", None)
+        self.prefix: PrefixCache | None = None
+        if block and prefix_cache_bytes > 0:
+            self.prefix = PrefixCache(block, prefix_cache_bytes, type(lm.new_cache()).from_blocks)
         self.routing = routing
         self.vocab_size = vocab_size
         self.merge = merge
@@ -358,13 +464,21 @@ class Decoder:
         # requests) share one prefill: the same computation, so each still gets what it gets alone.
         segments: dict[Any, Segment] = {}
         mine: list[Segment] = []
+        firsts: list[tuple[SampleRequest, Segment]] = []  # per segment, the request it was made for
         for r in requests:
             all_logits = r.want_prompt_logprobs or r.topk_prompt > 0
             key = (r.adapter, tuple(r.prompt), all_logits) if self.merge else id(r)
             if key not in segments:
-                segments[key] = Segment([r.prompt], self.lm.new_cache(), [r.adapter], all_logits)
+                cache, cached = None, 0
+                if self.prefix is not None and not all_logits:  # prompt logprobs need every position
+                    cache, cached = self.prefix.restore(r.adapter, r.prompt)
+                segments[key] = Segment([r.prompt[cached:]], cache if cache is not None else self.lm.new_cache(), [r.adapter], all_logits)
+                firsts.append((r, segments[key]))
             mine.append(segments[key])
         outputs = dict(zip(map(id, segments.values()), self._forward(list(segments.values()), self.prefill_tile), strict=True))
+        if self.prefix is not None:
+            for r, seg in firsts:
+                self.prefix.store(r.adapter, r.prompt, seg.cache)
         live: list[tuple[SampleRequest, Segment, torch.Tensor]] = []
         for r, seg in zip(requests, mine, strict=True):
             out = outputs[id(seg)]

@@ -165,3 +165,29 @@ def test_async_sampling_many_in_flight(trained):
     results = asyncio.run(run())
     assert [len(r.sequences) for r in results] == [2] * 8
     assert all(math.isfinite(lp) for r in results for s in r.sequences for lp in s.logprobs)
+
+
+def test_multi_turn_history_is_served_from_the_prefix_cache_exactly(sc, trained, mint_local_server):
+    """A conversation re-sending its growing history (first prompt ~200 tokens) through the
+    SDK: the server, whose prefix cache reuses each earlier prompt, returns exactly the tokens
+    and logprobs of a server started with the cache off (`--prefix-cache-mb 0`)."""
+    from mint_local.launcher import LocalServer
+
+    tc, tok = trained
+    path = tc.save_weights_for_sampler("multi-turn").result().path
+    with LocalServer.start(model="tiny", device="cpu", state_dir=mint_local_server.state_dir, prefix_cache_mb=0) as plain:
+        other = mint.ServiceClient(base_url=plain.base_url, api_key=TEST_API_KEY)
+        try:
+            samplers = [sc.create_sampling_client(model_path=path), other.create_sampling_client(model_path=path)]
+            histories = [tok.encode(" ".join([TEXT] * 8))] * 2
+            assert len(histories[0]) > 150
+            for turn in range(3):
+                outs = [
+                    s.sample(prompt=mint.ModelInput.from_ints(h), num_samples=2, sampling_params=params(max_tokens=16, seed=turn, stop=[])).result()
+                    for s, h in zip(samplers, histories, strict=True)
+                ]
+                cached, uncached = ([(q.tokens, q.logprobs) for q in o.sequences] for o in outs)
+                assert cached == uncached
+                histories = [h + cached[0][0] + tok.encode(f" turn {turn}: go on") for h in histories]
+        finally:
+            other.holder.close()

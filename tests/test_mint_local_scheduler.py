@@ -96,6 +96,87 @@ def test_batched_sampling_equals_each_request_alone_bit_for_bit(engine):
     assert [results[i] for i in range(len(requests))] == alone
 
 
+# --- the prefix cache: reused keys and values give what a whole prefill gives -------------------
+
+
+def _served(decoder, engine, *requests):
+    """Add the requests to `decoder` in one step and run it dry: their results in order."""
+    results: dict[int, dict] = {}
+    for i, request in enumerate(requests):
+        decoder.add(engine.sample_request(*request, report=lambda payload, i=i: results.__setitem__(i, payload)))
+    while decoder.pending():
+        decoder.step()
+    return [results[i] for i in range(len(requests))]
+
+
+def test_prefix_cache_sampling_equals_sampling_without_it_bit_for_bit(engine):
+    """A conversation re-sending its growing history, prompts that share only a first block,
+    the same tokens on other weights, prompt logprobs over a cached prefix, and cached and
+    uncached prompts admitted in one step: with the prefix cache each request gets exactly what
+    it gets alone with nothing cached (tokens, logprobs, prompt logprobs), and the cache did
+    stand in for the prefills it claims."""
+    a1, a2 = engine.adapters
+    block = engine.lm.prefix_block
+    decoder = engine.new_decoder(prefix_cache_bytes=64 << 20)
+    history = [(7 * i) % 1900 + 20 for i in range(2 * block + 10)]
+    expected_reuse, stored_blocks = 0, 0
+    prompt = history
+    for turn in range(3):
+        request = (a1, prompt, 2, _params(seed=turn, max_tokens=12), False, 0)
+        [got] = _served(decoder, engine, request)
+        assert got == engine.sample(*request)
+        # The complete blocks of the last turn's prompt, short of this prompt's last token.
+        expected_reuse += min(stored_blocks, (len(prompt) - 1) // block) * block
+        stored_blocks = len(prompt) // block
+        assert decoder.prefix.reused_tokens == expected_reuse
+        prompt = prompt + got["sequences"][0]["tokens"] + list(range(100, 100 + block // 2))
+    assert expected_reuse >= 4 * block
+    shares_first_block = history[:block] + list(range(300, 300 + block + 5))
+    on_the_block_boundary = history[: 2 * block]
+    batch = [
+        (a1, shares_first_block, 1, _params(seed=9, temperature=0.8), False, 0),
+        (a2, history, 2, _params(seed=10), False, 0),  # a1's blocks must not serve other weights
+        (BASE_WEIGHTS, history, 1, _params(seed=11, top_k=50), False, 0),
+        (a1, history + [5, 6, 7], 3, _params(seed=12, temperature=0.0), True, 2),  # prompt logprobs: prefilled whole
+        (a1, on_the_block_boundary, 2, _params(seed=13), False, 0),
+        (a1, list(range(600, 600 + block + 3)), 1, _params(seed=14), False, 0),  # nothing cached
+    ]
+    before = decoder.prefix.reused_tokens
+    assert _served(decoder, engine, *batch) == [engine.sample(*r) for r in batch]
+    # The first request reuses one block, the fifth one (its last block is left to prefill).
+    assert decoder.prefix.reused_tokens - before == 2 * block
+    # The other weights' prompts are cached now, under their own weights.
+    again = [(a2, history + [1], 1, _params(seed=15), False, 0), (BASE_WEIGHTS, history + [1], 1, _params(seed=16), False, 0)]
+    before = decoder.prefix.reused_tokens
+    assert _served(decoder, engine, *again) == [engine.sample(*r) for r in again]
+    assert decoder.prefix.reused_tokens - before == 2 * 2 * block
+
+
+def test_prefix_cache_stays_within_its_bytes_and_evicts_least_recently_used(engine):
+    """With room for five blocks: after prompts A, B (two blocks each), A again and C, the
+    least recently used block (B's second) is gone and the cache holds at most five; A keeps
+    both its blocks, B its first, and results stay exact throughout."""
+    block = engine.lm.prefix_block
+    probe = engine.new_decoder(prefix_cache_bytes=1 << 30)
+    _served(probe, engine, (BASE_WEIGHTS, list(range(20, 21 + block)), 1, _params(max_tokens=1), False, 0))
+    per_block = probe.prefix.bytes
+    assert per_block > 0 and len(probe.prefix) == 1
+    decoder = engine.new_decoder(prefix_cache_bytes=5 * per_block)
+    prompts = {name: [start + i for i in range(2 * block + 1)] for name, start in (("A", 30), ("B", 400), ("C", 800))}
+
+    def serve(name: str) -> int:
+        before = decoder.prefix.reused_tokens
+        request = (BASE_WEIGHTS, prompts[name], 1, _params(max_tokens=2), False, 0)
+        assert _served(decoder, engine, request) == [engine.sample(*request)]
+        assert decoder.prefix.bytes <= 5 * per_block
+        return (decoder.prefix.reused_tokens - before) // block
+
+    assert [serve("A"), serve("B"), serve("A"), serve("C")] == [0, 0, 2, 0]
+    assert len(decoder.prefix) == 5
+    # B finds its first block; storing its second again evicts A's second, now the oldest.
+    assert [serve("B"), serve("C"), serve("A")] == [1, 2, 1]
+
+
 def test_rope_table_values_do_not_depend_on_how_far_it_has_grown():
     """The sampler's RoPE table grows with the longest position seen (past max_position_embeddings
     with --max-context): a position's values must be the same whether the table was built at once
@@ -146,6 +227,32 @@ def test_sdk_concurrent_samples_equal_the_same_requests_alone(mint_local_server)
         assert asyncio.run(scores()) == single
     finally:
         sc.holder.close()
+
+
+# --- threads on a busy machine -------------------------------------------------------------------
+
+
+def test_thread_count_follows_the_cpus_other_processes_leave_free(engine):
+    """Beside two busy processes on two CPUs the governor that picks the default thread count
+    settles on one thread (a parallel op waits for a thread that is not running); `--threads`
+    wins over it: an engine given a count has no governor and keeps that count."""
+    from mint_local.cpu_threads import RECOUNT_S, ThreadGovernor
+
+    assert engine.thread_governor is None and torch.get_num_threads() == 1  # the fixture passes threads=1
+    busy = "import time\nend = time.monotonic() + 30\nwhile time.monotonic() < end:\n    pass\n"
+    burners = [subprocess.Popen([sys.executable, "-c", busy]) for _ in range(2)]
+    chosen: list[int] = []
+    try:
+        governor = ThreadGovernor(chosen.append, ceiling=2, cpus=2)
+        governor.threads = 2  # as if the machine had been quiet at launch
+        time.sleep(RECOUNT_S + 0.5)
+        governor.tick()
+        assert chosen[-1] == 1 and governor.threads == 1
+    finally:
+        for proc in burners:
+            proc.kill()
+            proc.wait()
+        torch.set_num_threads(1)
 
 
 # --- clients in their own processes -------------------------------------------------------------
