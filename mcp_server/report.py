@@ -4,6 +4,7 @@ Rendered from the MigrationPlan alone (plus the Tinker call fixes for Tinker sou
 report and the JSON plan never disagree.
 """
 
+from mcp_server.next_steps import Front, after_migration, resume_hint
 from mcp_server.plan import SETTING_KEYS, Construct, MigrationPlan, Setting
 
 _KIND_TEXT = {
@@ -52,7 +53,7 @@ _TEACHER = {"distill": " --teacher-path tinker://RUN/sampler_weights/TEACHER"}
 
 
 def render_report(plan: MigrationPlan, tinker_fixes: list[Construct] | None = None,
-                  constants: dict | None = None) -> str:
+                  constants: dict | None = None, front: Front = "cli", train: str = "train.py") -> str:
     """MIGRATION.md. `constants` are the defaults the rendered train.py holds (render.train_py_constants):
     given, the report shows exactly those values, so the two never disagree."""
     mint = plan.mint
@@ -151,11 +152,13 @@ def render_report(plan: MigrationPlan, tinker_fixes: list[Construct] | None = No
 
     if plan.framework == "tinker":
         out += _tinker_section(tinker_fixes or [])
+    checks = ", then ".join(f"`{step}`" for step in after_migration(front, train))
     out += ["## Next", "",
             "1. Read the side-by-side table, the data and reward sections, and move any logic they do not cover "
             "(custom data formatting, a reward that lives in a framework package) into train.py.",
-            "2. `mint-migrate lint train.py`, then `mint-migrate smoke train.py` (offline, 2 steps).",
-            "3. Run on MinT with `MINT_API_KEY` set; compare the first steps' METRIC lines with the source run.", ""]
+            f"2. {checks} (offline, 2 steps on mint-local).",
+            "3. Run on MinT with `MINT_API_KEY` set; compare the first steps' METRIC lines with the source run.",
+            f"4. Resume a stopped run: {resume_hint()}.", ""]
     return "\n".join(out)
 
 
