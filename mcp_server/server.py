@@ -31,6 +31,7 @@ from mcp_server.bundled import bundled_text
 from mcp_server.errors import MintMigrateError
 from mcp_server.frameworks import framework_list
 from mcp_server.pyparse import serialise_stdlib_ast_parse
+from mcp_server.sdk_facts import LORA_LR_FLOOR, LORA_LR_RULE, rate_text
 from mcp_server.tools import TOOLS
 from mcp_server.tools.base import Env, ToolSpec, problems, schema_metadata
 from mcp_server.workspace import inside, read_fence, read_text_inside
@@ -218,6 +219,6 @@ def migration_prompt(framework: str) -> str:
    (reward function, data path, MINT_API_KEY).
 
 Pitfalls: build input=tokens[:-1], target=tokens[1:] with weights shifted too; a LoRA learning rate
-is 20-100x a full fine-tune's; sync training calls return futures (.result()), *_async calls need
+is {LORA_LR_RULE} (at least {rate_text(LORA_LR_FLOOR)}); sync training calls return futures (.result()), *_async calls need
 two awaits, sample() returns a concurrent Future; resume is a fresh create_lora_training_client
 plus load_state_with_optimizer(path); SamplingParams(stop=...), never stop_token_ids."""

@@ -153,7 +153,7 @@ def test_skill_covers_the_costly_pitfalls():
     body = frontmatter(SKILL)[1]
     for must in [
         "tokens[:-1]", "tokens[1:]", "weights[1:]",         # token alignment
-        "20-100x",                                         # LoRA learning rate
+        "10x a full",                                      # LoRA learning rate (mint_facts.LORA_LR_RULE)
         ".result()", "two awaits", "concurrent.futures.Future",  # futures
         "load_state_with_optimizer", "create_lora_training_client",  # resume recipe
         "stop=[", "stop_token_ids",                        # stop tokens
