@@ -305,3 +305,15 @@ def test_mint_local_imports_nothing_from_the_migration_tool():
     import mint_local.losses as losses
 
     assert losses.PPO_CLIP is sdk_facts.PPO_CLIP and losses.DRO_BETA == sdk_facts.DRO_BETA
+
+
+def test_resume_of_a_generated_train_py_is_documented_where_an_agent_reads():
+    """--resume latest, --save-every and checkpoints.jsonl: the generated train.py's own resume."""
+    from mcp_server.render import ScaffoldOptions, render_companion, render_scaffold
+
+    plumbing = render_companion() + render_scaffold(ScaffoldOptions(kind="sft"))
+    for spelled in ("--resume", "--save-every", "checkpoints.jsonl", "latest"):
+        assert spelled in plumbing, spelled  # what the docs describe exists
+    for name in ("SKILL.md", "mint_api_cheatsheet.md", "commands/migrate.md"):
+        text = _texts()[name]
+        assert "--resume latest" in text and "--save-every" in text and "checkpoints.jsonl" in text, name

@@ -158,6 +158,9 @@ def test_skill_covers_the_costly_pitfalls():
         "load_state_with_optimizer", "create_lora_training_client",  # resume recipe
         "stop=[", "stop_token_ids",                        # stop tokens
         'metrics["loss:sum"]',                              # no .loss
+        "--resume latest", "checkpoints.jsonl",            # resuming a generated train.py
+        "GRPO code overloads names", "Parallelise across groups", "as_completed",  # RL seed items
+        "Watching a real run", "SLURM",
     ]:
         assert must in body, must
 
