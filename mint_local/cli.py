@@ -73,6 +73,12 @@ def build_parser() -> argparse.ArgumentParser:
         "the built-in tiny models, which take any length; a model folder's limit can only be lowered)",
     )
     serve.add_argument("--allow-remote", action="store_true", help="allow binding a non-loopback address")
+    serve.add_argument(
+        "--no-jwt-auth",
+        dest="jwt_auth",
+        action="store_false",
+        help="advertise no JWT auth, as some MinT endpoints do: the PyPI mindlab-toolkit 0.2.0 then rejects sk- keys",
+    )
     return parser
 
 
@@ -134,7 +140,7 @@ def serve(args: argparse.Namespace) -> int:
         f"{str(engine.dtype).replace('torch.', '')}, {worker.call(torch.get_num_threads)} CPU threads; state in {engine.store.root}"
     )
     config = uvicorn.Config(
-        create_app(engine, worker, hosted_parity=args.hosted_parity),
+        create_app(engine, worker, hosted_parity=args.hosted_parity, jwt_auth=args.jwt_auth),
         log_level="warning",
         access_log=False,
         lifespan="on",

@@ -49,6 +49,7 @@ class LocalServer:
         serve_any_model: bool = False,
         hosted_parity: bool = False,
         max_context: int | None = None,
+        jwt_auth: bool = True,
         timeout_s: float = 180,
         log_path: str | os.PathLike[str] | None = None,
     ) -> LocalServer:
@@ -79,6 +80,8 @@ class LocalServer:
             cmd.append("--hosted-parity")
         if max_context is not None:
             cmd += ["--max-context", str(max_context)]
+        if not jwt_auth:
+            cmd.append("--no-jwt-auth")
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         with open(log, "a", encoding="utf-8") as log_file:  # the child keeps its own copy of the fd
             proc = Supervised(cmd, env=env, stderr=log_file, name="mint-local")
