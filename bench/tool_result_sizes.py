@@ -3,7 +3,7 @@
 Through the SDK's in-memory MCP client, on the demo (TRL SFT), the TRL GRPO example and the verl
 GRPO example: map_concept (the framework's whole table), migrate_script (writing the files),
 scaffold_train_py (writing), lint_script and preflight_check on the written train.py, and with
---runs launch_smoke_run (2 steps on mint-local) and check_parity (the TRL examples). Prints one
+--runs launch_smoke_run (2 steps on mint-local) and check_parity (the demo, on 8 local rows). Prints one
 row per call: the JSON text the model reads (content) and the structured result.
 
     .venv/bin/python bench/tool_result_sizes.py [--runs]
@@ -29,6 +29,15 @@ PORTS = [  # (name, folder, entry, companions, framework, scaffold kind)
 ]
 
 
+def chat_rows(n: int) -> str:
+    """`n` short conversations in the demo dataset's shape (a `messages` column)."""
+    return "".join(
+        json.dumps({"messages": [{"role": "user", "content": f"What is {i} plus {i}?"},
+                                 {"role": "assistant", "content": f"{i} plus {i} is {2 * i}."}]}) + "\n"
+        for i in range(n)
+    )
+
+
 async def measure(runs: bool) -> list[tuple[str, str, int, int, bool]]:
     rows = []
     for name, folder, entry, companions, framework, kind in PORTS:
@@ -45,8 +54,10 @@ async def measure(runs: bool) -> list[tuple[str, str, int, int, bool]]:
             ]
             if runs:
                 calls.append(("launch_smoke_run", {"script_path": "out/train.py", "steps": 2}))
-                if framework == "trl":
-                    calls.append(("check_parity", {"source_path": f"{folder}/{entry}", "train_path": "out/train.py"}))
+                if kind == "sft":  # parity runs TRL SFT; the demo reads a Hub dataset, so a local copy
+                    (work / "rows.jsonl").write_text(chat_rows(8), encoding="utf-8")
+                    calls.append(("check_parity", {"source_path": f"{folder}/{entry}", "train_path": "out/train.py",
+                                                   "data_path": "rows.jsonl"}))
             async with Client(create_server(work)) as client:
                 for tool, arguments in calls:
                     result = await client.call_tool(tool, arguments)

@@ -93,7 +93,12 @@ async def test_run_results_fit_an_agent(tmp_path):
         await fits(client, "migrate_script", {"source_path": "trl/sft_trl.py", "output_dir": "out"})
         verdict = await fits(client, "launch_smoke_run", {"script_path": "out/train.py", "steps": 2})
         assert verdict["passed"], verdict
-        await fits(client, "check_parity", {"source_path": "trl/sft_trl.py", "train_path": "out/train.py"})
+        rows = [{"messages": [{"role": "user", "content": f"What is {i} plus {i}?"},
+                              {"role": "assistant", "content": f"{i} plus {i} is {2 * i}."}]} for i in range(8)]
+        (tmp_path / "rows.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+        report = await fits(client, "check_parity", {"source_path": "trl/sft_trl.py", "train_path": "out/train.py",
+                                                     "data_path": "rows.jsonl"})
+        assert report["kind"] == "sft", report
 
 
 def test_fit_cuts_any_result_to_the_budget_and_names_each_cut():
@@ -175,3 +180,15 @@ def test_the_registry_is_the_only_list_of_tools():
                 if len(spelled) >= 3:
                     offenders.append(f"{path.relative_to(ROOT)}:{node.lineno}")
     assert not offenders, f"tool lists outside the registry (read mcp_server.tools.TOOLS): {offenders}"
+
+
+def test_migration_md_hands_over_in_the_callers_terms_at_a_shell(tmp_path):
+    """From the CLI, MIGRATION.md's "Next" gives shell commands (the MCP case is tested above)."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), pytest.raises(SystemExit) as exited:
+        cli.main(["migrate", str(EXAMPLES / "trl" / "sft_trl.py"), "--out", str(tmp_path / "out")])
+    assert exited.value.code == 0
+    assert f"Next: mint-migrate lint {tmp_path / 'out' / 'train.py'}" in out.getvalue()
+    next_section = (tmp_path / "out" / "MIGRATION.md").read_text(encoding="utf-8").split("## Next", 1)[1]
+    assert "`mint-migrate smoke train.py --steps 2`" in next_section and "launch_smoke_run(" not in next_section
+    assert "--resume latest" in next_section
