@@ -17,6 +17,7 @@ from mcp_server import cli
 from mcp_server.server import create_server
 from mcp_server.tools import TOOLS
 from mcp_server.tools.base import RESULT_BUDGET, fit, size
+from mcp_server.tools.lint import LintResult
 from mcp_server.tools.smoke import SmokeResult
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -77,7 +78,8 @@ async def test_default_results_fit_an_agent_and_every_file_stays_reachable(
         for uri in scaffolded["resources"]:
             assert (await client.read_resource(uri)).contents[0].text
         unwritten = await fits(client, "scaffold_train_py", {"kind": kind})
-        assert unwritten["source"] and unwritten["omitted"]
+        # A script is never cut in half: too long to inline, it is left out whole and the way to it named.
+        assert unwritten["source"] is None and any(o.startswith("source: ") for o in unwritten["omitted"])
         whole = await client.call_tool("scaffold_train_py", {"kind": kind, "detail": "full"})
         assert whole.structured_content["companion_source"] == (tmp_path / "fresh" / "mint_run.py").read_text()
         await fits(client, "lint_script", {"path": "out/train.py"})
@@ -114,6 +116,9 @@ def test_fit_cuts_any_result_to_the_budget_and_names_each_cut():
     assert "detail='full'" in cut.omitted[-1]
     small = SmokeResult(passed=True, target="local")
     assert fit(small) == small
+    script = LintResult(path="train.py", fixed_source="x = 1\n" * 5000)
+    assert fit(script, whole=("fixed_source",)).fixed_source is None
+    assert fit(script.model_copy(update={"fixed_source": "x = 1\n"}), whole=("fixed_source",)).fixed_source
 
 
 # --- one validation ---------------------------------------------------------------------------

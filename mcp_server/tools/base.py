@@ -188,12 +188,19 @@ def _nodes(data: Any, path: str = "") -> Iterator[tuple[str, Any, Any, Any]]:
             yield from _nodes(value, here)
 
 
-def fit(result: BaseModel, budget: int = RESULT_BUDGET, keep: tuple[str, ...] = ("omitted",)) -> BaseModel:
+def fit(result: BaseModel, budget: int = RESULT_BUDGET, keep: tuple[str, ...] = ("omitted",),
+        whole: tuple[str, ...] = ()) -> BaseModel:
     """`result` (a model with an `omitted: list[str]` field) cut down to `budget` characters: the
+    `whole` fields (source code: half a script is worse than none) go first, entirely; then the
     largest list loses its second half, or the largest text its middle (a log tail keeps its end),
-    until it fits; every cut is named in `omitted`, so the agent knows to ask for detail='full'."""
+    until it fits. Every cut is named in `omitted`, so the agent knows to ask for detail='full'."""
     data = result.model_dump(mode="json")
     omitted: list[str] = list(data.get("omitted") or [])
+    for name in whole:
+        if size(data) + size(omitted) > budget and data.get(name):
+            omitted.append(f"{name}: {len(data[name])} chars, left out whole")
+            data[name] = None
+    keep = (*keep, *whole)
     while size(data) + size(omitted) > budget:
         candidates = [n for n in _nodes(data) if n[0].split(".")[0].split("[")[0] not in keep]
         candidates = [n for n in candidates if (len(n[3]) > 1 if isinstance(n[3], list) else len(n[3]) > 120)]

@@ -82,7 +82,7 @@ TOOL = ToolSpec(
     result=LintResult,
     annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False),
     run=run,
-    summary=lambda report, request, env: fit(LintResult.model_validate(report.model_dump())),
+    summary=lambda report, request, env: fit(LintResult.model_validate(report.model_dump()), whole=("fixed_source",)),
     full=lambda report, request, env: LintResult.model_validate(report.model_dump()),
     text=text,
     exit_code=exit_code,

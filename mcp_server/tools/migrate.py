@@ -1,5 +1,6 @@
 """migrate_script / `mint-migrate migrate`: a training setup -> a plan, train.py, MIGRATION.md."""
 
+import inspect
 from collections import Counter
 from pathlib import Path
 from typing import Annotated
@@ -7,11 +8,12 @@ from typing import Annotated
 from mcp.types import ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field
 
+from mcp_server.errors import MintMigrateError
 from mcp_server.migrate import MigrationResult
 from mcp_server.next_steps import after_migration, resume_hint
 from mcp_server.plan import MintChoices
 from mcp_server.render import COMPANION
-from mcp_server.tools.base import CLI_ONLY, DETAIL_DESCRIPTION, MCP_ONLY, Cli, Detail, Env, ToolSpec, fit
+from mcp_server.tools.base import DETAIL_DESCRIPTION, MCP_ONLY, Cli, Detail, Env, ToolSpec, fit
 
 # Lists in the summary stop here; the rest is counted in `omitted` and is in detail='full'.
 LEDGER_ITEMS_SHOWN = 20
@@ -103,8 +105,14 @@ def run(request: MigrateRequest, env: Env) -> MigrationResult:
 
     source = env.read(request.source_path)
     configs = [env.read(p) for p in request.config_paths]
-    # The lead's `confirmed=` (issue 22) arrives through here; until migrate() takes it, nothing is passed.
-    extra = {"confirmed": request.confirmed} if request.confirmed else {}
+    # Settings the agent read and cites go to migrate(confirmed=...), which issue 22 adds; until then
+    # asking for it says so instead of failing with a TypeError.
+    extra = {}
+    if request.confirmed:
+        if "confirmed" not in inspect.signature(migrate).parameters:
+            raise MintMigrateError("confirmed settings (--set) are not supported by this version of migrate yet; "
+                                   "edit the constant in train.py instead.")
+        extra = {"confirmed": request.confirmed}
     with env.fence():  # and the files a launch script names, which the analyzer follows
         return migrate(source, configs, output_dir=request.output_dir, workspace=env.workspace,
                        overwrite=request.overwrite, front=env.front, **extra)
@@ -213,5 +221,3 @@ TOOL = ToolSpec(
     full=full,
     text=text,
 )
-
-__all__ = ["CLI_ONLY", "TOOL"]

@@ -59,8 +59,8 @@ def summary(result: ScaffoldResult, request: ScaffoldRequest, env: Env) -> Scaff
     else:
         out.companion_source = None
         out.omitted.append(f"companion_source ({COMPANION}, the same for every kind): give output_path to write "
-                           "both, or detail='full'")
-    return fit(out)
+                           "both and read them as resources, or detail='full'")
+    return fit(out, whole=("source",))
 
 
 def text(result: ScaffoldResult, request: ScaffoldRequest) -> str:
