@@ -19,7 +19,7 @@ from urllib.request import url2pathname
 import anyio
 import anyio.from_thread
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp.server.mcpserver.prompts.base import UserMessage
 from mcp.server.mcpserver.tools.base import Tool
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
@@ -88,7 +88,7 @@ def _mcp_parameters(tool: ToolSpec) -> list[Parameter]:
     return params
 
 
-def _as_mcp_tool(tool: ToolSpec, root: Path, fenced: Callable) -> Tool:
+def _as_mcp_tool(tool: ToolSpec, root: Path, fenced: Callable, written: set[Path]) -> Tool:
     """One registry entry as an MCP tool: validate with its request model, run the engine in a worker
     thread inside the fence, and return the summary (or, with detail='full', everything)."""
 
@@ -115,6 +115,7 @@ def _as_mcp_tool(tool: ToolSpec, root: Path, fenced: Callable) -> Tool:
 
         def work():
             result = tool.run(request, env)
+            written.update(Path(p).resolve() for p in tool.files(result))
             return (tool.full if getattr(request, "detail", "summary") == "full" else tool.summary)(result, request, env)
 
         # A tool that runs processes: if the client goes away (or the server stops) mid-run, the await
@@ -148,8 +149,9 @@ def create_server(workspace: Path | None = None) -> MCPServer:
     async def fenced(ctx: Context) -> list[Path]:
         return [root, *await _client_roots(ctx)]
 
+    written: set[Path] = set()  # what this server's tools wrote: the files served as resources
     mcp = MCPServer("mint-migrate", version=__version__, instructions=INSTRUCTIONS,
-                    tools=[_as_mcp_tool(tool, root, fenced) for tool in TOOLS])
+                    tools=[_as_mcp_tool(tool, root, fenced, written) for tool in TOOLS])
 
     @mcp.prompt(name="mint-migrate", title="Migrate training code to MinT")
     def mint_migrate_prompt(
@@ -173,10 +175,18 @@ def create_server(workspace: Path | None = None) -> MCPServer:
         """The mint-migrate workflow (SKILL.md)."""
         return bundled_text("SKILL.md")
 
-    @mcp.resource("mint://workspace/{+path}", title="A file in the workspace", mime_type="text/plain")
+    @mcp.resource("mint://workspace/{+path}", title="A file a tool wrote", mime_type="text/plain")
     def workspace_file(path: str) -> str:
-        """The full text of a file inside the workspace (what a tool wrote: train.py, MIGRATION.md, ...)."""
-        return read_text_inside(path, root, [root])[1].decode("utf-8", errors="replace")
+        """The full text of a file a tool of this server wrote in the workspace (train.py, mint_run.py,
+        MIGRATION.md, ...); other files (a .env among them) are not served."""
+        try:
+            found, data = read_text_inside(path, root, [root])
+        except (MintMigrateError, OSError) as exc:
+            raise ResourceError(f"cannot read {path}: {exc}") from None
+        if found.resolve() not in written:
+            raise ResourceError(f"{path} was not written by a tool of this server; only those files are served "
+                                "(migrate_script / scaffold_train_py name them with their URIs).")
+        return data.decode("utf-8", errors="replace")
 
     @mcp.resource("mint://concepts/{framework}", title="Concept map", mime_type="application/json")
     def concept_table(framework: str) -> str:

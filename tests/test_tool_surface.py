@@ -197,3 +197,17 @@ def test_migration_md_hands_over_in_the_callers_terms_at_a_shell(tmp_path):
     next_section = (tmp_path / "out" / "MIGRATION.md").read_text(encoding="utf-8").split("## Next", 1)[1]
     assert "`mint-migrate smoke train.py --steps 2`" in next_section and "launch_smoke_run(" not in next_section
     assert "--resume latest" in next_section
+
+
+@pytest.mark.anyio
+async def test_only_files_a_tool_wrote_are_served(tmp_path):
+    """The workspace resource is for the texts a tool wrote, never any file (a .env holds the key)."""
+    (tmp_path / ".env").write_text("MINT_API_KEY=sk-not-to-be-served\n", encoding="utf-8")
+    (tmp_path / "sft.py").write_text((EXAMPLES / "trl" / "sft_trl.py").read_text(), encoding="utf-8")
+    async with Client(create_server(tmp_path)) as client:
+        with pytest.raises(Exception, match="not written by a tool"):
+            await client.read_resource("mint://workspace/.env")
+        with pytest.raises(Exception, match="not written by a tool"):
+            await client.read_resource("mint://workspace/sft.py")
+        await fits(client, "migrate_script", {"source_path": "sft.py", "output_dir": "out"})
+        assert (await client.read_resource("mint://workspace/out/train.py")).contents[0].text

@@ -161,6 +161,8 @@ class ToolSpec:
     exit_code: Callable[[Any], int] = lambda result: 0
     cancellable: bool = False  # runs processes: a client that goes away stops them
     cli_json: Callable[[Any], BaseModel] = field(default=lambda result: result)  # what --json prints
+    # The files a call wrote (absolute paths): the MCP server serves their full texts as resources.
+    files: Callable[[Any], list[str]] = field(default=lambda result: [])
 
     def mcp_fields(self) -> dict[str, FieldInfo]:
         return {name: info for name, info in self.request.model_fields.items() if on_mcp(info)}

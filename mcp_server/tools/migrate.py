@@ -220,4 +220,5 @@ TOOL = ToolSpec(
     summary=lambda result, request, env: fit(summary(result, request, env)),
     full=full,
     text=text,
+    files=lambda result: list(result.plan.files_written),
 )

@@ -92,4 +92,5 @@ TOOL = ToolSpec(
     summary=summary,
     full=lambda result, request, env: ScaffoldToolResult.model_validate(result.model_dump()),
     text=text,
+    files=lambda result: [p for p in (result.path, result.companion_path) if p],
 )
