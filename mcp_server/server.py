@@ -23,7 +23,7 @@ from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp.server.mcpserver.prompts.base import UserMessage
 from mcp.server.mcpserver.tools.base import Tool
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
-from mcp.types import ClientCapabilities, RootsCapability
+from mcp.types import ClientCapabilities, RootsCapability, ToolAnnotations
 from pydantic import ConfigDict, Field, ValidationError
 
 from mcp_server import __version__, concepts
@@ -128,10 +128,13 @@ def _as_mcp_tool(tool: ToolSpec, root: Path, fenced: Callable, written: set[Path
             cancel.set()
 
     call.__name__ = tool.name
-    call.__annotations__ = {"ctx": Context, "return": tool.result}
-    call.__signature__ = Signature(_mcp_parameters(tool), return_annotation=tool.result)
+    call.__annotations__ = {"ctx": Context, "return": tool.result_model()}
+    call.__signature__ = Signature(_mcp_parameters(tool), return_annotation=tool.result_model())
+    hints = tool.annotations
+    annotations = ToolAnnotations(read_only_hint=hints.read_only, destructive_hint=hints.destructive,
+                                  idempotent_hint=hints.idempotent, open_world_hint=hints.open_world)
     registered = Tool.from_function(call, name=tool.name, title=tool.title, description=tool.description,
-                                    annotations=tool.annotations, structured_output=True)
+                                    annotations=annotations, structured_output=True)
     registered.fn_metadata.arg_model = _arguments_as_sent()
     return registered
 

@@ -18,7 +18,7 @@ from mcp_server.server import create_server
 from mcp_server.tools import TOOLS
 from mcp_server.tools.base import RESULT_BUDGET, fit, size
 from mcp_server.tools.lint import LintResult
-from mcp_server.tools.smoke import SmokeResult
+from mcp_server.tools.smoke import result_model as smoke_result
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -107,14 +107,15 @@ def test_fit_cuts_any_result_to_the_budget_and_names_each_cut():
     """The guard every summary goes through: a result far over the budget comes back under it, a log
     tail keeps its end, and `omitted` says what was cut and how to get it all."""
     log = "".join(f"line {i}\n" for i in range(5000)) + "the last line"
-    big = SmokeResult(passed=False, target="local", log_tail=log, notes=[f"note {i} " * 20 for i in range(300)])
+    verdict_model = smoke_result()
+    big = verdict_model(passed=False, target="local", log_tail=log, notes=[f"note {i} " * 20 for i in range(300)])
     assert size(big.model_dump(mode="json")) > 10 * RESULT_BUDGET
     cut = fit(big)
     assert size(cut.model_dump(mode="json")) <= RESULT_BUDGET
     assert cut.log_tail.endswith("the last line") and len(cut.notes) < 300
     assert any(o.startswith("log_tail:") for o in cut.omitted) and any(o.startswith("notes:") for o in cut.omitted)
     assert "detail='full'" in cut.omitted[-1]
-    small = SmokeResult(passed=True, target="local")
+    small = verdict_model(passed=True, target="local")
     assert fit(small) == small
     script = LintResult(path="train.py", fixed_source="x = 1\n" * 5000)
     assert fit(script, whole=("fixed_source",)).fixed_source is None

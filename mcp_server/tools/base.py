@@ -8,6 +8,7 @@ A field's command-line form is declared beside it with `Cli(...)` in its `Annota
 `MCP_ONLY` and `CLI_ONLY` keep a field to one front end (pydantic ignores both markers).
 """
 
+import functools
 import json
 import threading
 from collections.abc import Callable, Iterator
@@ -16,8 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from mcp.types import ToolAnnotations
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, Field, ValidationError, create_model
 from pydantic.fields import FieldInfo
 
 Front = Literal["mcp", "cli"]
@@ -137,6 +137,17 @@ class Env:
 
 
 @dataclass(frozen=True)
+class Hints:
+    """MCP's tool annotations, promises a client relies on (server.py hands them over as they are;
+    plain data here so the CLI never imports the MCP SDK)."""
+
+    read_only: bool
+    open_world: bool
+    idempotent: bool = False
+    destructive: bool | None = None  # meaningful only when read_only is False
+
+
+@dataclass(frozen=True)
 class ToolSpec:
     """One tool: its MCP name and CLI subcommand, request and result models, engine call and texts.
 
@@ -152,8 +163,10 @@ class ToolSpec:
     description: str  # what the model reads
     cli_help: str
     request: type[BaseModel]
-    result: type[BaseModel]  # the MCP output schema: the summary and the full result both fit it
-    annotations: ToolAnnotations
+    # The MCP output schema (the summary and the full result both fit it), or a function that
+    # imports it: the CLI never needs it, and some engine models pull in slow imports.
+    result: type[BaseModel] | Callable[[], type[BaseModel]]
+    annotations: Hints
     run: Callable[[Any, Env], BaseModel]
     summary: Callable[[Any, Any, Env], BaseModel]
     full: Callable[[Any, Any, Env], BaseModel]
@@ -164,11 +177,21 @@ class ToolSpec:
     # The files a call wrote (absolute paths): the MCP server serves their full texts as resources.
     files: Callable[[Any], list[str]] = field(default=lambda result: [])
 
+    def result_model(self) -> type[BaseModel]:
+        return self.result if isinstance(self.result, type) else self.result()
+
     def mcp_fields(self) -> dict[str, FieldInfo]:
         return {name: info for name, info in self.request.model_fields.items() if on_mcp(info)}
 
     def cli_fields(self) -> dict[str, FieldInfo]:
         return {name: info for name, info in self.request.model_fields.items() if cli_form(info) is not None}
+
+
+@functools.cache
+def with_omitted(model: type[BaseModel]) -> type[BaseModel]:
+    """`model` with the `omitted` list every summary carries."""
+    return create_model(model.__name__.removesuffix("Report") + "Result", __base__=model,
+                        omitted=(list[str], Field(default_factory=list, description="What this summary leaves out.")))
 
 
 # --- holding a result to the budget -----------------------------------------------------------

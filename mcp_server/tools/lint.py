@@ -3,11 +3,10 @@
 import json
 from typing import Annotated, Literal
 
-from mcp.types import ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from mcp_server.lint import LintReport
-from mcp_server.tools.base import CLI_ONLY, DETAIL_DESCRIPTION, MCP_ONLY, Cli, Detail, Env, ToolSpec, fit
+from mcp_server.tools.base import CLI_ONLY, DETAIL_DESCRIPTION, MCP_ONLY, Cli, Detail, Env, Hints, ToolSpec, fit
 
 
 class LintRequest(BaseModel):
@@ -80,7 +79,7 @@ TOOL = ToolSpec(
     cli_help="find MinT pitfalls (exit 1 on errors)",
     request=LintRequest,
     result=LintResult,
-    annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False),
+    annotations=Hints(read_only=True, idempotent=True, open_world=False),
     run=run,
     summary=lambda report, request, env: fit(LintResult.model_validate(report.model_dump()), whole=("fixed_source",)),
     full=lambda report, request, env: LintResult.model_validate(report.model_dump()),

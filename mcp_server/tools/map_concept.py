@@ -2,12 +2,11 @@
 
 from typing import Annotated
 
-from mcp.types import ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from mcp_server.concepts import ConceptTable
 from mcp_server.frameworks import framework_list
-from mcp_server.tools.base import DETAIL_DESCRIPTION, MCP_ONLY, Cli, Detail, Env, ToolSpec, fit
+from mcp_server.tools.base import DETAIL_DESCRIPTION, MCP_ONLY, Cli, Detail, Env, Hints, ToolSpec, fit
 
 
 class MapRequest(BaseModel):
@@ -71,7 +70,7 @@ TOOL = ToolSpec(
     cli_help="show how a framework's concepts map onto MinT",
     request=MapRequest,
     result=ConceptResult,
-    annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False),
+    annotations=Hints(read_only=True, idempotent=True, open_world=False),
     run=run,
     summary=summary,
     full=lambda table, request, env: ConceptResult.model_validate(table.model_dump()),

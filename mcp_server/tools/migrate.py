@@ -5,7 +5,6 @@ from collections import Counter
 from pathlib import Path
 from typing import Annotated
 
-from mcp.types import ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from mcp_server.errors import MintMigrateError
@@ -13,7 +12,7 @@ from mcp_server.migrate import MigrationResult
 from mcp_server.next_steps import after_migration, resume_hint
 from mcp_server.plan import MintChoices
 from mcp_server.render import COMPANION
-from mcp_server.tools.base import DETAIL_DESCRIPTION, MCP_ONLY, Cli, Detail, Env, ToolSpec, fit
+from mcp_server.tools.base import DETAIL_DESCRIPTION, MCP_ONLY, Cli, Detail, Env, Hints, ToolSpec, fit
 
 # Lists in the summary stop here; the rest is counted in `omitted` and is in detail='full'.
 LEDGER_ITEMS_SHOWN = 20
@@ -214,8 +213,7 @@ TOOL = ToolSpec(
     cli_help="plan a migration; with --out write train.py, MIGRATION.md and the data step",
     request=MigrateRequest,
     result=MigrateResult,
-    annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True,
-                                open_world_hint=False),
+    annotations=Hints(read_only=False, destructive=True, idempotent=True, open_world=False),
     run=run,
     summary=lambda result, request, env: fit(summary(result, request, env)),
     full=full,

@@ -4,11 +4,10 @@ import shlex
 from pathlib import Path
 from typing import Annotated
 
-from mcp.types import ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from mcp_server.parity.records import ParityReport
-from mcp_server.tools.base import CLI_ONLY, DETAIL_DESCRIPTION, MCP_ONLY, Cli, Detail, Env, ToolSpec, fit
+from mcp_server.tools.base import CLI_ONLY, DETAIL_DESCRIPTION, MCP_ONLY, Cli, Detail, Env, Hints, ToolSpec, fit
 
 
 class ParityRequest(BaseModel):
@@ -113,8 +112,7 @@ TOOL = ToolSpec(
     cli_help="run the source and its migrated train.py for one step on a tiny model; compare objectives",
     request=ParityRequest,
     result=ParityResult,
-    annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True,
-                                open_world_hint=False),
+    annotations=Hints(read_only=False, destructive=False, idempotent=True, open_world=False),
     run=run,
     summary=lambda report, request, env: fit(ParityResult.model_validate(report.model_dump())),
     full=lambda report, request, env: ParityResult.model_validate(report.model_dump()),

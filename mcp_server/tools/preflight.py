@@ -2,11 +2,9 @@
 
 from typing import Annotated, Literal
 
-from mcp.types import ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field
 
-from mcp_server.preflight import PreflightReport
-from mcp_server.tools.base import DETAIL_DESCRIPTION, MCP_ONLY, Cli, Detail, Env, ToolSpec, fit
+from mcp_server.tools.base import DETAIL_DESCRIPTION, MCP_ONLY, Cli, Detail, Env, Hints, ToolSpec, fit, with_omitted
 
 
 class PreflightRequest(BaseModel):
@@ -26,11 +24,13 @@ class PreflightRequest(BaseModel):
     detail: Annotated[Detail, Field(description=DETAIL_DESCRIPTION), MCP_ONLY] = "summary"
 
 
-class PreflightResult(PreflightReport):
-    omitted: list[str] = Field(default_factory=list, description="What this summary leaves out.")
+def result_model():
+    from mcp_server.preflight import PreflightReport  # httpx: the CLI's other commands never pay for it
+
+    return with_omitted(PreflightReport)
 
 
-def run(request: PreflightRequest, env: Env) -> PreflightReport:
+def run(request: PreflightRequest, env: Env):
     from mcp_server.preflight import run_preflight
 
     path = env.optional(request.script_path)
@@ -38,7 +38,7 @@ def run(request: PreflightRequest, env: Env) -> PreflightReport:
         return run_preflight(path, target=request.target)
 
 
-def text(report: PreflightReport, request: PreflightRequest) -> str:
+def text(report, request: PreflightRequest) -> str:
     marks = {"ok": "ok  ", "warn": "WARN", "fail": "FAIL"}
     lines = []
     for c in report.checks:
@@ -59,11 +59,11 @@ TOOL = ToolSpec(
     "MINT_BASE_URL and MINT_API_KEY, the endpoint, and the script's base model and tokenizer.",
     cli_help="check SDK, credentials, endpoint and script (exit 1 on a failure)",
     request=PreflightRequest,
-    result=PreflightResult,
-    annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=True),
+    result=result_model,
+    annotations=Hints(read_only=True, idempotent=True, open_world=True),
     run=run,
-    summary=lambda report, request, env: fit(PreflightResult.model_validate(report.model_dump())),
-    full=lambda report, request, env: PreflightResult.model_validate(report.model_dump()),
+    summary=lambda report, request, env: fit(result_model().model_validate(report.model_dump())),
+    full=lambda report, request, env: result_model().model_validate(report.model_dump()),
     text=text,
     exit_code=lambda report: 0 if report.ok else 1,
 )

@@ -4,11 +4,10 @@ import sys
 from pathlib import Path
 from typing import Annotated
 
-from mcp.types import ToolAnnotations
 from pydantic import Field
 
 from mcp_server.render import COMPANION, ScaffoldOptions, ScaffoldResult
-from mcp_server.tools.base import DETAIL_DESCRIPTION, HIDDEN, MCP_ONLY, Cli, Detail, Env, ToolSpec, fit
+from mcp_server.tools.base import DETAIL_DESCRIPTION, HIDDEN, MCP_ONLY, Cli, Detail, Env, Hints, ToolSpec, fit
 
 
 class ScaffoldRequest(ScaffoldOptions):
@@ -86,8 +85,7 @@ TOOL = ToolSpec(
     cli_help="write a runnable MinT train.py (and the mint_run.py it imports) for a kind",
     request=ScaffoldRequest,
     result=ScaffoldToolResult,
-    annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True,
-                                open_world_hint=False),
+    annotations=Hints(read_only=False, destructive=True, idempotent=True, open_world=False),
     run=run,
     summary=summary,
     full=lambda result, request, env: ScaffoldToolResult.model_validate(result.model_dump()),

@@ -3,11 +3,20 @@
 import signal
 from typing import Annotated, Literal
 
-from mcp.types import ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field
 
-from mcp_server.parity.check import SmokeParityVerdict
-from mcp_server.tools.base import DETAIL_DESCRIPTION, MCP_ONLY, Cli, Detail, Env, Stopped, ToolSpec, fit
+from mcp_server.tools.base import (
+    DETAIL_DESCRIPTION,
+    MCP_ONLY,
+    Cli,
+    Detail,
+    Env,
+    Hints,
+    Stopped,
+    ToolSpec,
+    fit,
+    with_omitted,
+)
 
 
 class SmokeRequest(BaseModel):
@@ -43,12 +52,14 @@ class SmokeRequest(BaseModel):
     detail: Annotated[Detail, Field(description=DETAIL_DESCRIPTION), MCP_ONLY] = "summary"
 
 
-class SmokeResult(SmokeParityVerdict):
-    omitted: list[str] = Field(default_factory=list, description="What this summary leaves out.")
+def result_model():
+    from mcp_server.parity.check import SmokeParityVerdict  # the runner and httpx: not for the CLI's other commands
+
+    return with_omitted(SmokeParityVerdict)
 
 
-def run(request: SmokeRequest, env: Env) -> SmokeParityVerdict:
-    from mcp_server.parity.check import smoke_with_parity
+def run(request: SmokeRequest, env: Env):
+    from mcp_server.parity.check import SmokeParityVerdict, smoke_with_parity
     from mcp_server.smoke import SmokeInterrupted
 
     script = env.read(request.script_path)
@@ -73,7 +84,7 @@ def run(request: SmokeRequest, env: Env) -> SmokeParityVerdict:
         raise Stopped(verdict, 128 + (received[0] if received else signal.SIGINT)) from None
 
 
-def text(verdict: SmokeParityVerdict, request: SmokeRequest) -> str:
+def text(verdict, request: SmokeRequest) -> str:
     from mcp_server.smoke import format_verdict
 
     return format_verdict(verdict)
@@ -90,12 +101,11 @@ TOOL = ToolSpec(
     "a passing smoke run and its report is the verdict's `parity`.",
     cli_help="run a train.py for a few steps against mint-local or MinT",
     request=SmokeRequest,
-    result=SmokeResult,
-    annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False,
-                                open_world_hint=True),
+    result=result_model,
+    annotations=Hints(read_only=False, destructive=False, idempotent=False, open_world=True),
     run=run,
-    summary=lambda verdict, request, env: fit(SmokeResult.model_validate(verdict.model_dump())),
-    full=lambda verdict, request, env: SmokeResult.model_validate(verdict.model_dump()),
+    summary=lambda verdict, request, env: fit(result_model().model_validate(verdict.model_dump())),
+    full=lambda verdict, request, env: result_model().model_validate(verdict.model_dump()),
     text=text,
     exit_code=lambda verdict: 0 if verdict.passed else 1,
     cancellable=True,
