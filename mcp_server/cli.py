@@ -127,7 +127,7 @@ def _run_tool(tool: ToolSpec, args: argparse.Namespace) -> int:
     except Stopped as stop:  # Ctrl-C or SIGTERM: what ran is reported, the exit code says how it ended
         result, code = stop.result, stop.code
     if args.json and getattr(request, "format", None) != "sarif":
-        print(tool.cli_json(result).model_dump_json(indent=2))
+        print(result.model_dump_json(indent=2))
     else:
         print(tool.text(result, request))
     return code

@@ -173,7 +173,6 @@ class ToolSpec:
     text: Callable[[Any, Any], str]
     exit_code: Callable[[Any], int] = lambda result: 0
     cancellable: bool = False  # runs processes: a client that goes away stops them
-    cli_json: Callable[[Any], BaseModel] = field(default=lambda result: result)  # what --json prints
     # The files a call wrote (absolute paths): the MCP server serves their full texts as resources.
     files: Callable[[Any], list[str]] = field(default=lambda result: [])
 
