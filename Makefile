@@ -7,8 +7,10 @@
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
-# torch first and pinned: this machine carries the 2.13.0 CPU wheel; an open range would pull CUDA.
-TORCH  ?= torch==2.13.0
+# torch first and pinned (an open range pulls a multi-GB CUDA build): scripts/torch_install_args.py
+# picks the default index with CUDA, PyTorch's CPU wheel index without it, and the plain pin when
+# that index does not answer (offline: pip takes the 2.13.0 CPU wheel its own configuration finds).
+TORCH  ?= $(shell $(PYTHON) scripts/torch_install_args.py)
 DEMO_SRC ?= examples/trl/sft_trl.py
 DEMO_OUT ?= demo-out
 

@@ -12,16 +12,18 @@ import json
 import os
 import signal
 import sys
-from collections.abc import Callable, Sequence
+import types
+import typing
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
 from mcp_server import __version__
 from mcp_server.errors import MintMigrateError
-from mcp_server.frameworks import framework_list
-from mcp_server.params import SCAFFOLD_INTERNAL, add_flags, values_from_flags
-from mcp_server.render import COMPANION, ScaffoldOptions
+from mcp_server.tools import TOOLS
+from mcp_server.tools.base import Env, Stopped, ToolSpec, cli_flag, cli_form, problems
 from mcp_server.workspace import ANYWHERE, user_path
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
@@ -30,12 +32,6 @@ EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 # person at a shell names the paths themselves, so the CLI goes wherever they say (and never over a
 # file without --force).
 _ANYWHERE = ANYWHERE
-
-
-
-def _absolute(path: str | None) -> str | None:
-    """A shell path is relative to the cwd, not to the workspace root; `~` is expanded."""
-    return str(user_path(path).resolve()) if path else None
 
 
 class _UsageError(Exception):
@@ -51,219 +47,90 @@ class _Parser(argparse.ArgumentParser):
         raise _UsageError(message, self.format_usage(), self.prog)
 
 
-def _emit(result: BaseModel, as_json: bool, human: Callable[[], str]) -> None:
-    if as_json:
+def _plain(annotation: Any) -> Any:
+    """`X | None` -> X."""
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        if len(args) == 1:
+            return args[0]
+    return annotation
+
+
+def _json_object(text: str) -> dict:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise argparse.ArgumentTypeError(f"not JSON: {exc.msg}") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError('give a JSON object, e.g. \'{"clip_low_threshold": 0.8}\'')
+    return value
+
+
+def add_request_flags(parser: argparse.ArgumentParser, tool: ToolSpec) -> None:
+    """The request model's command-line fields as arguments. Values reach the model as typed (strings
+    for numbers and choices), so the model alone validates them, with the MCP tool's message."""
+    for name, info in tool.cli_fields().items():
+        form = cli_form(info)
+        kind = _plain(info.annotation)
+        options: dict[str, Any] = {"help": form.help or info.description, "default": None}
+        if form.metavar:
+            options["metavar"] = form.metavar
+        if typing.get_origin(kind) is Literal:
+            options.setdefault("metavar", "{" + ",".join(map(str, typing.get_args(kind))) + "}")
+        elif typing.get_origin(kind) is dict or kind is dict or (isinstance(kind, type) and issubclass(kind, BaseModel)):
+            options.update(type=_json_object, metavar="JSON")
+        elif kind is bool:
+            if info.annotation is bool:  # a switch: given means True (False for an inverted one)
+                options.update(action="store_const", const=not form.invert)
+                options.pop("metavar", None)
+            else:
+                options["action"] = argparse.BooleanOptionalAction
+        elif typing.get_origin(kind) is list and form.repeat:
+            options["action"] = "append"
+        flag = cli_flag(name, info)
+        if flag is None:
+            if not (info.is_required() or form.required):
+                options["nargs"] = "?"
+            options.pop("default")
+            parser.add_argument(name, **options)
+        else:
+            parser.add_argument(flag, dest=name, **options)
+
+
+def request_from_flags(args: argparse.Namespace, tool: ToolSpec) -> BaseModel:
+    """The request model from the given flags (a flag left out keeps the model's default); bad values
+    are a usage error with the message the MCP tool gives."""
+    values = {name: getattr(args, name) for name in tool.cli_fields() if getattr(args, name) is not None}
+    try:
+        return tool.request.model_validate(values)
+    except ValidationError as exc:
+        raise _UsageError(problems(exc, tool.request), args.parser.format_usage(), args.parser.prog) from None
+
+
+def _progress(step: int, total: float | None, message: str) -> None:
+    print(f"[{step}/{total}] {message}", file=sys.stderr, flush=True)
+
+
+def _env() -> Env:
+    def read_bytes(path: str) -> tuple[Path, bytes]:
+        found = user_path(path)
+        return found, found.read_bytes()
+
+    return Env(front="cli", workspace=_ANYWHERE, read=user_path, read_bytes=read_bytes, progress=_progress)
+
+
+def _run_tool(tool: ToolSpec, args: argparse.Namespace) -> int:
+    request = request_from_flags(args, tool)
+    try:
+        result = tool.run(request, _env())
+        code = tool.exit_code(result)
+    except Stopped as stop:  # Ctrl-C or SIGTERM: what ran is reported, the exit code says how it ended
+        result, code = stop.result, stop.code
+    if args.json and getattr(request, "format", None) != "sarif":
         print(result.model_dump_json(indent=2))
     else:
-        print(human())
-
-
-# --- map ---------------------------------------------------------------------------------------
-
-
-def _cmd_map(args: argparse.Namespace) -> int:
-    from mcp_server.concepts import map_concept
-
-    table = map_concept(args.framework, args.concept)
-
-    def human() -> str:
-        lines = [f"{table.title}", table.summary.strip(), ""]
-        for c in table.concepts:
-            lines.append(f"* {c.source}  ->  {c.mint}")
-            if args.concept:
-                lines += ["", c.explanation.strip(), "", "Before:", _indent(c.before), "After:", _indent(c.after)]
-                lines += ["Pitfalls:"] + [f"  - {p}" for p in c.pitfalls]
-        if not args.concept:
-            lines += ["", f"Details: mint-migrate map {table.framework} CONCEPT"]
-        return "\n".join(lines)
-
-    _emit(table, args.json, human)
-    return EXIT_OK
-
-
-def _indent(text: str) -> str:
-    return "\n".join("    " + line for line in text.rstrip().splitlines())
-
-
-# --- scaffold ----------------------------------------------------------------------------------
-
-def _cmd_scaffold(args: argparse.Namespace) -> int:
-    from mcp_server.render import scaffold
-
-    try:
-        options = ScaffoldOptions(**values_from_flags(args, ScaffoldOptions, exclude=SCAFFOLD_INTERNAL))
-    except ValidationError as exc:
-        problems = "; ".join(f"--{'.'.join(map(str, e['loc'])).replace('_', '-')}: {e['msg']}" for e in exc.errors())
-        raise MintMigrateError(f"bad scaffold option: {problems}") from None
-    result = scaffold(options, output_path=_absolute(args.out), workspace=_ANYWHERE, overwrite=args.force)
-
-    def human() -> str:
-        if result.path:
-            return (f"Wrote {result.path} and {result.companion_path} (the plumbing train.py imports: keep them "
-                    f"together)\nNext: mint-migrate lint {result.path} && mint-migrate smoke {result.path}")
-        return result.source
-
-    if not result.path and not args.json:  # stdout is train.py alone, so it can be redirected into a file
-        print(f"note: this train.py imports {COMPANION}, which is not printed; --out DIR/train.py writes both.",
-              file=sys.stderr)
-    _emit(result, args.json, human)
-    return EXIT_OK
-
-
-# --- migrate -----------------------------------------------------------------------------------
-
-
-def _cmd_migrate(args: argparse.Namespace) -> int:
-    from mcp_server.migrate import migrate
-
-    result = migrate(
-        user_path(args.source),
-        [user_path(p) for p in args.config],
-        output_dir=_absolute(args.out),
-        workspace=_ANYWHERE,
-        overwrite=args.force,
-    )
-
-    def human() -> str:
-        plan = result.plan
-        variant = f" ({plan.variant})" if plan.variant else ""
-        lines = [f"framework: {plan.framework}   algorithm: {plan.algorithm}{variant}"]
-        for key, setting in plan.settings:
-            if setting is not None:
-                value = setting.value.model_dump(exclude_none=True) if key == "lora" else setting.value
-                lines.append(f"  {key:28} {value!r:40} {setting.source}")
-        for w in plan.warnings:
-            lines.append(f"warning {w.code}: {w.message}" + (f" ({w.source})" if w.source else ""))
-        if plan.files_written:
-            lines.append("wrote: " + ", ".join(plan.files_written))
-        else:
-            lines.append(f"Nothing written; add --out DIR for train.py, {COMPANION} and MIGRATION.md.")
-        return "\n".join(lines)
-
-    _emit(result, args.json, human)
-    return EXIT_OK
-
-
-# --- lint --------------------------------------------------------------------------------------
-
-
-def _cmd_lint(args: argparse.Namespace) -> int:
-    from mcp_server.lint import lint_path
-
-    path = user_path(args.path)
-    report = lint_path(path, fix=args.fix)
-    if args.fix and report.fixed_source is not None and report.fixes_applied:
-        path.write_text(report.fixed_source, encoding="utf-8")
-    if args.format == "sarif":
-        from mcp_server.lint.sarif import to_sarif
-
-        print(json.dumps(to_sarif([report]), indent=2))
-    else:
-
-        def human() -> str:
-            if report.parse_error:  # no rule ran, so there are no counts to report
-                return f"{report.path}: not linted: cannot parse: {report.parse_error}"
-            lines = [
-                f"{f.path}:{f.line}:{f.col}: {f.id} [{f.severity}] {f.message}\n    fix: {f.fix}"
-                for f in report.findings
-            ]
-            if report.fixes_applied:
-                lines.append(f"fixed: {', '.join(report.fixes_applied)}")
-            lines.append(f"{report.errors} error(s), {report.warnings} warning(s)")
-            return "\n".join(lines)
-
-        _emit(report, args.json or args.format == "json", human)
-    if report.parse_error:
-        return EXIT_USAGE
-    return EXIT_FINDINGS if report.errors else EXIT_OK
-
-
-# --- preflight ---------------------------------------------------------------------------------
-
-
-def _cmd_preflight(args: argparse.Namespace) -> int:
-    from mcp_server.preflight import run_preflight
-
-    report = run_preflight(user_path(args.path) if args.path else None, target=args.target)
-
-    def human() -> str:
-        marks = {"ok": "ok  ", "warn": "WARN", "fail": "FAIL"}
-        lines = []
-        for c in report.checks:
-            lines.append(f"[{marks[c.status]}] {c.name}: {c.message}")
-            if c.fix and c.status != "ok":
-                lines.append(f"       fix: {c.fix}")
-        lines.append(f"preflight ({report.target}) " + ("passed" if report.ok else "FAILED"))
-        return "\n".join(lines)
-
-    _emit(report, args.json, human)
-    return EXIT_OK if report.ok else EXIT_FINDINGS
-
-
-# --- smoke -------------------------------------------------------------------------------------
-
-
-def _cmd_smoke(args: argparse.Namespace) -> int:
-    from mcp_server.smoke import SmokeInterrupted, SmokeProgress, format_verdict, run_smoke
-
-    def progress(p: SmokeProgress) -> None:
-        print(f"[{p.step}/{p.total}] {p.message}", file=sys.stderr, flush=True)
-
-    received: list[int] = []
-
-    def terminated(signum: int, _frame) -> None:  # SIGTERM/SIGHUP: stop the run as Ctrl-C does
-        received.append(signum)
-        raise KeyboardInterrupt
-
-    for signum in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(signum, terminated)
-    try:
-        verdict = run_smoke(
-            user_path(args.path),
-            target=args.target,
-            steps=args.steps,
-            timeout_s=args.timeout,
-            on_progress=progress,
-            model=args.model,
-            device=args.device,
-        )
-        code = EXIT_OK if verdict.passed else EXIT_FINDINGS
-    except SmokeInterrupted as stop:  # the script and everything it started are gone already
-        verdict = stop.verdict
-        code = 128 + (received[0] if received else signal.SIGINT)
-    _emit(verdict, args.json, lambda: format_verdict(verdict))
+        print(tool.text(result, request))
     return code
-
-
-# --- parity ------------------------------------------------------------------------------------
-
-
-def _cmd_parity(args: argparse.Namespace) -> int:
-    import shlex
-
-    from mcp_server.parity.check import check_parity, format_report, record_in_migration_md
-
-    def progress(step: int, message: str) -> None:
-        print(f"[{step}/3] {message}", file=sys.stderr, flush=True)
-
-    report = check_parity(
-        user_path(args.source),
-        train=user_path(args.train) if args.train else None,
-        configs=[user_path(p) for p in args.config],
-        rows=args.rows,
-        data=user_path(args.data) if args.data else None,
-        mint_data=user_path(args.mint_data) if args.mint_data else None,
-        model=str(user_path(args.model)) if args.model else None,
-        script_args=shlex.split(args.args or ""),
-        timeout_s=args.timeout,
-        fresh=args.fresh,
-        keep=user_path(args.keep) if args.keep else None,
-        on_progress=progress,
-    )
-    if args.train and not args.no_report and record_in_migration_md(report, _ANYWHERE):
-        report.notes.append(f"wrote the Parity section of {Path(report.train).parent / 'MIGRATION.md'}")
-    _emit(report, args.json, lambda: format_report(report))
-    return EXIT_OK if report.passed else EXIT_FINDINGS
 
 
 # --- serve -------------------------------------------------------------------------------------
@@ -301,75 +168,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"mint-migrate {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser, metavar="COMMAND")
 
-    def json_flag(p: argparse.ArgumentParser) -> None:
+    # One subcommand per tool of the registry, its flags built from the tool's request model.
+    for tool in TOOLS:
+        p = sub.add_parser(tool.command, help=tool.cli_help)
+        add_request_flags(p, tool)
         p.add_argument("--json", action="store_true", help="print exactly one JSON document on stdout")
-
-    p = sub.add_parser("map", help="show how a framework's concepts map onto MinT")
-    p.add_argument("framework", help=framework_list())
-    p.add_argument("concept", nargs="?", help="a class, config key or flag; omit for the whole table")
-    json_flag(p)
-    p.set_defaults(run=_cmd_map)
-
-    p = sub.add_parser("scaffold", help="write a runnable MinT train.py (and the mint_run.py it imports) for a kind")
-    add_flags(p, ScaffoldOptions, exclude=SCAFFOLD_INTERNAL)  # the same arguments as the MCP tool
-    p.add_argument("--out", help="write train.py here, and mint_run.py beside it, instead of printing")
-    p.add_argument("--force", action="store_true", help="overwrite --out and the mint_run.py beside it if they exist")
-    json_flag(p)
-    p.set_defaults(run=_cmd_scaffold)
-
-    p = sub.add_parser("migrate", help="plan a migration; with --out write train.py, MIGRATION.md and the data step")
-    p.add_argument("source", help="training script, launch script or config (python, shell, YAML)")
-    p.add_argument("--config", action="append", default=[], metavar="FILE", help="companion file (repeatable)")
-    p.add_argument("--out", metavar="DIR", help="write train.py, mint_run.py and MIGRATION.md here")
-    p.add_argument("--force", action="store_true", help="overwrite files in --out")
-    json_flag(p)
-    p.set_defaults(run=_cmd_migrate)
-
-    p = sub.add_parser("lint", help="find MinT pitfalls (exit 1 on errors)")
-    p.add_argument("path")
-    p.add_argument("--fix", action="store_true", help="apply the safe fixes in place")
-    p.add_argument("--format", choices=["text", "json", "sarif"], default="text")
-    json_flag(p)
-    p.set_defaults(run=_cmd_lint)
-
-    p = sub.add_parser("preflight", help="check SDK, credentials, endpoint and script (exit 1 on a failure)")
-    p.add_argument("path", nargs="?", help="train.py to check too")
-    p.add_argument(
-        "--target",
-        choices=["local", "remote"],
-        default="remote",
-        help="local: ready for a smoke run on mint-local (no key or endpoint needed); remote: for MinT (default)",
-    )
-    json_flag(p)
-    p.set_defaults(run=_cmd_preflight)
-
-    p = sub.add_parser("smoke", help="run a train.py for a few steps against mint-local or MinT")
-    p.add_argument("path")
-    p.add_argument("--target", choices=["local", "remote"], default="local")
-    p.add_argument("--steps", type=int, default=2)
-    p.add_argument("--timeout", type=float, default=600, metavar="SECONDS")
-    p.add_argument("--model", help="local: 'tiny' (default) or a local Hugging Face model directory")
-    p.add_argument("--device", choices=["auto", "cpu", "cuda"], help="local: where mint-local runs the model")
-    json_flag(p)
-    p.set_defaults(run=_cmd_smoke)
-
-    p = sub.add_parser(
-        "parity", help="run the source and its migrated train.py for one step on a tiny model; compare objectives"
-    )
-    p.add_argument("source", help="the source training script (.py) the migration came from")
-    p.add_argument("--train", metavar="PATH", help="the migrated train.py (default: migrate SOURCE afresh)")
-    p.add_argument("--config", action="append", default=[], metavar="FILE", help="companion file (repeatable)")
-    p.add_argument("--rows", type=int, default=8, help="data rows (GRPO: prompts) in the step (default: %(default)s)")
-    p.add_argument("--data", metavar="FILE", help="a local copy of the source's data (a Hub dataset offline)")
-    p.add_argument("--mint-data", metavar="FILE", help="rows train.py reads, if a separate data step made them")
-    p.add_argument("--model", metavar="DIR", help="Hugging Face folder both sides load (default: tiny Qwen3)")
-    p.add_argument("--args", metavar="STRING", help="command-line arguments for the source script")
-    p.add_argument("--timeout", type=float, default=600, metavar="SECONDS", help="per side")
-    p.add_argument("--fresh", action="store_true", help="run the source side even if a cached record matches")
-    p.add_argument("--keep", metavar="DIR", help="keep both sides' records and the rows here")
-    p.add_argument("--no-report", action="store_true", help="do not write the Parity section of MIGRATION.md")
-    json_flag(p)
-    p.set_defaults(run=_cmd_parity)
+        p.set_defaults(run=lambda args, tool=tool: _run_tool(tool, args), parser=p)
 
     p = sub.add_parser("serve", help="run the MCP server over stdio")
     p.add_argument("--workspace", help="root for relative paths and the only place tools write (default: cwd)")
@@ -414,6 +218,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         args.json = True
     try:
         code = args.run(args)
+    except _UsageError as exc:
+        code = _usage(exc, getattr(args, "json", False))
     except MintMigrateError as exc:
         code = _fail(args, str(exc))
     except (FileNotFoundError, IsADirectoryError, PermissionError) as exc:

@@ -10,6 +10,7 @@ from mcp_server import report
 from mcp_server import workspace as ws
 from mcp_server.analyze import analyze_inputs
 from mcp_server.analyze.extract import extract_functions
+from mcp_server.next_steps import Front
 from mcp_server.plan import Construct, MigrationPlan
 from mcp_server.render import (
     COMPANION,
@@ -40,13 +41,14 @@ class MigrationResult(BaseModel):
 
 def migrate(
     source_path: Path, config_paths: list[Path], *, output_dir: str | None, workspace: Path, overwrite: bool,
-    confirmed: list[str] | None = None,
+    confirmed: list[str] | None = None, front: Front = "cli",
 ) -> MigrationResult:
     """Plan the migration; with `output_dir`, also write DIR/train.py, DIR/MIGRATION.md and the
     companions (inside the workspace): mint_run.py (the plumbing train.py imports), prepare_data.py
     (the data step) and rewards.py (reward functions copied out of a training script that cannot be
     imported on MinT). `confirmed`: settings the caller read in the inputs, `key=value@file:line`; each
-    is checked against its line before it is applied."""
+    is checked against its line before it is applied. `front` words MIGRATION.md's "Next" for the
+    caller: MCP tool calls or CLI commands."""
     analysis = analyze_inputs(Path(source_path), [Path(p) for p in config_paths], confirmed)
     plan = analysis.plan
     out = ws.resolve_output(output_dir, workspace, overwrite=True) if output_dir is not None else None
@@ -64,9 +66,20 @@ def migrate(
         for target in targets:  # check every file before writing any: all or nothing
             ws.resolve_output(target, workspace, overwrite=overwrite)
         plan.files_written = [str(t) for t in targets]
-    text = report.render_report(plan, analysis.tinker_fixes, constants=train_py_constants(options))
+    text = report.render_report(plan, analysis.tinker_fixes, constants=train_py_constants(options),
+                                front=front, train=_as_called(out, workspace, front))
     if out is not None:
         for name, content in [*files.items(), ("MIGRATION.md", text)]:
             ws.write_text(out / name, content, workspace, overwrite=overwrite)
     return MigrationResult(plan=plan, train_py=files["train.py"], report=text, tinker_fixes=analysis.tinker_fixes,
                            companions={k: v for k, v in files.items() if k != "train.py"})
+
+
+def _as_called(out: Path | None, workspace: Path, front: Front) -> str:
+    """train.py as the hand-over names it: an MCP tool takes paths relative to the workspace."""
+    if front != "mcp" or out is None:
+        return "train.py"
+    try:
+        return (out / "train.py").relative_to(workspace.resolve()).as_posix()
+    except ValueError:
+        return str(out / "train.py")

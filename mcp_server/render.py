@@ -30,7 +30,7 @@ from mcp_server.workspace import read_text_checked, resolve_output, write_text
 # (clip_low_threshold/clip_high_threshold), dro a beta: values and reasons in sdk_facts.
 DEFAULT_LOSS_FN_CONFIGS: dict[str, dict[str, float] | None] = loss_fn_config_defaults()
 
-# Per-kind defaults. Learning rates are LoRA rates: 20-100x a full fine-tune's (api_facts §8.8).
+# Per-kind defaults. Learning rates are LoRA rates: 10x a full fine-tune's (mint_facts' LoRA policy).
 KIND_DEFAULTS: dict[str, dict[str, Any]] = {
     "sft": {"learning_rate": 2e-4, "lora_rank": 32, "loss_fn": "cross_entropy", "batch_size": 8, "max_length": 2048},
     "grpo": {

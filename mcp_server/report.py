@@ -7,6 +7,7 @@ report and the JSON plan never disagree.
 import json
 
 from mcp_server.frameworks import REWARD_STYLES
+from mcp_server.next_steps import Front, after_migration, resume_hint
 from mcp_server.plan import SETTING_KEYS, Construct, MigrationPlan, Setting
 
 _KIND_TEXT = {
@@ -55,7 +56,7 @@ _TEACHER = {"distill": " --teacher-path tinker://RUN/sampler_weights/TEACHER"}
 
 
 def render_report(plan: MigrationPlan, tinker_fixes: list[Construct] | None = None,
-                  constants: dict | None = None) -> str:
+                  constants: dict | None = None, front: Front = "cli", train: str = "train.py") -> str:
     """MIGRATION.md. `constants` are the defaults the rendered train.py holds (render.train_py_constants):
     given, the report shows exactly those values, so the two never disagree."""
     mint = plan.mint
@@ -157,11 +158,13 @@ def render_report(plan: MigrationPlan, tinker_fixes: list[Construct] | None = No
 
     if plan.framework == "tinker":
         out += _tinker_section(tinker_fixes or [])
+    checks = ", then ".join(f"`{step}`" for step in after_migration(front, train))
     out += ["## Next", "",
             "1. Read the side-by-side table, the data and reward sections, and move any logic they do not cover "
             "(custom data formatting, a reward that lives in a framework package) into train.py.",
-            "2. `mint-migrate lint train.py`, then `mint-migrate smoke train.py` (offline, 2 steps).",
-            "3. Run on MinT with `MINT_API_KEY` set; compare the first steps' METRIC lines with the source run.", ""]
+            f"2. {checks} (offline, 2 steps on mint-local).",
+            "3. Run on MinT with `MINT_API_KEY` set; compare the first steps' METRIC lines with the source run.",
+            f"4. Resume a stopped run: {resume_hint()}.", ""]
     return "\n".join(out)
 
 

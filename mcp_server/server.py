@@ -1,41 +1,39 @@
-"""The MCP server: tool, prompt and resource declarations only; the engine does the work.
+"""The MCP server: the registry's tools (mcp_server/tools), the prompt and the resources; the
+engine does the work.
 
-Every tool returns a pydantic model (its JSON schema is the tool's outputSchema) and turns the
-engine's MintMigrateError into a ToolError, whose text the model sees and can act on.
+Every tool validates its arguments with its request model (the CLI validates with the same one),
+returns a pydantic model (its JSON schema is the tool's outputSchema) sized for an agent unless
+detail='full' is asked for, and turns the engine's MintMigrateError into a ToolError, whose text
+the model sees and can act on. Files a tool wrote are resources (mint://workspace/PATH).
 """
 
-import inspect
 import threading
 import warnings
 from collections.abc import Callable
-from functools import wraps
-from inspect import Parameter
+from inspect import Parameter, Signature
 from pathlib import Path
-from typing import Annotated, Literal, ParamSpec, TypeVar
+from typing import Annotated
 from urllib.parse import urlsplit
 from urllib.request import url2pathname
 
 import anyio
 import anyio.from_thread
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp.server.mcpserver.prompts.base import UserMessage
+from mcp.server.mcpserver.tools.base import Tool
+from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
 from mcp.types import ClientCapabilities, RootsCapability, ToolAnnotations
-from pydantic import Field
+from pydantic import ConfigDict, Field, ValidationError
 
 from mcp_server import __version__, concepts
 from mcp_server.bundled import bundled_text
 from mcp_server.errors import MintMigrateError
 from mcp_server.frameworks import framework_list
-from mcp_server.lint import LintReport
-from mcp_server.migrate import MigrationResult
-from mcp_server.params import SCAFFOLD_INTERNAL, tool_parameters, with_parameters
-from mcp_server.parity.check import SmokeParityVerdict
-from mcp_server.parity.records import ParityReport
-from mcp_server.preflight import PreflightReport
 from mcp_server.pyparse import serialise_stdlib_ast_parse
-from mcp_server.render import ScaffoldOptions, ScaffoldResult
-from mcp_server.smoke import SmokeProgress
+from mcp_server.sdk_facts import LORA_LR_FLOOR, LORA_LR_RULE, rate_text
+from mcp_server.tools import TOOLS
+from mcp_server.tools.base import Env, ToolSpec, problems, schema_metadata
 from mcp_server.workspace import inside, read_fence, read_text_inside
 
 INSTRUCTIONS = f"""\
@@ -46,25 +44,6 @@ for what its plan did not cover; lint_script on the result; preflight_check(targ
 launch_smoke_run for a 2-step run against the offline mint-local backend (no key needed); port
 the reward and data, then (with the user's consent) preflight and smoke-run with target="remote".
 Paths are relative to the workspace root the server was started in."""
-
-P = ParamSpec("P")
-R = TypeVar("R")
-
-
-def _user_errors(fn: Callable[P, R]) -> Callable[P, R]:
-    """Show engine errors to the model as tool errors with their full message."""
-
-    @wraps(fn)
-    async def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-        try:
-            return await fn(*args, **kwargs)
-        except (MintMigrateError, FileNotFoundError, IsADirectoryError, PermissionError) as exc:
-            raise ToolError(str(exc)) from exc
-
-    # The docstring is the tool's description and MCPServer sends it as written: dedent it, or every
-    # line after the first reaches the model with the source's indentation.
-    wrapper.__doc__ = inspect.cleandoc(fn.__doc__ or "")
-    return wrapper
 
 
 async def _client_roots(ctx: Context) -> list[Path]:
@@ -85,6 +64,81 @@ async def _client_roots(ctx: Context) -> list[Path]:
     return found
 
 
+def _arguments_as_sent() -> type[ArgModelBase]:
+    """MCPServer validates a call's arguments before the tool runs, with its own wording; this model
+    lets them through unchanged so the tool's request model validates them, as the CLI's does, and
+    both front ends reject a bad argument with the same message (tools.base.problems)."""
+
+    class Arguments(ArgModelBase):
+        model_config = ConfigDict(extra="allow")
+
+        def model_dump_one_level(self) -> dict:
+            return dict(self.model_extra or {})
+
+    return Arguments
+
+
+def _mcp_parameters(tool: ToolSpec) -> list[Parameter]:
+    """The request model's MCP fields as keyword parameters: MCPServer builds the input schema from them."""
+    params = [Parameter("ctx", Parameter.KEYWORD_ONLY, annotation=Context)]
+    for name, info in tool.mcp_fields().items():
+        default = Parameter.empty if info.is_required() else info.get_default(call_default_factory=True)
+        annotation = Annotated[(info.annotation, *schema_metadata(info), Field(description=info.description))]
+        params.append(Parameter(name, Parameter.KEYWORD_ONLY, annotation=annotation, default=default))
+    return params
+
+
+def _as_mcp_tool(tool: ToolSpec, root: Path, fenced: Callable, written: set[Path]) -> Tool:
+    """One registry entry as an MCP tool: validate with its request model, run the engine in a worker
+    thread inside the fence, and return the summary (or, with detail='full', everything)."""
+
+    async def call(ctx: Context, **arguments):
+        try:
+            request = tool.request.model_validate(arguments)
+        except ValidationError as exc:
+            raise ToolError(problems(exc, tool.request)) from None
+        roots = await fenced(ctx)
+        cancel = threading.Event()
+
+        def progress(step: int, total: float | None, message: str) -> None:
+            anyio.from_thread.run(ctx.report_progress, step, total, message)
+
+        env = Env(
+            front="mcp",
+            workspace=root,
+            read=lambda path: inside(path, root, roots),
+            read_bytes=lambda path: read_text_inside(path, root, roots),
+            fence=lambda: read_fence(roots),
+            progress=progress,
+            cancel=cancel,
+        )
+
+        def work():
+            result = tool.run(request, env)
+            written.update(Path(p).resolve() for p in tool.files(result))
+            return (tool.full if getattr(request, "detail", "summary") == "full" else tool.summary)(result, request, env)
+
+        # A tool that runs processes: if the client goes away (or the server stops) mid-run, the await
+        # is cancelled at once and `cancel` makes the worker kill the script and everything it started.
+        try:
+            return await anyio.to_thread.run_sync(work, abandon_on_cancel=tool.cancellable)
+        except (MintMigrateError, FileNotFoundError, IsADirectoryError, PermissionError) as exc:
+            raise ToolError(str(exc)) from exc
+        finally:
+            cancel.set()
+
+    call.__name__ = tool.name
+    call.__annotations__ = {"ctx": Context, "return": tool.result_model()}
+    call.__signature__ = Signature(_mcp_parameters(tool), return_annotation=tool.result_model())
+    hints = tool.annotations
+    annotations = ToolAnnotations(read_only_hint=hints.read_only, destructive_hint=hints.destructive,
+                                  idempotent_hint=hints.idempotent, open_world_hint=hints.open_world)
+    registered = Tool.from_function(call, name=tool.name, title=tool.title, description=tool.description,
+                                    annotations=annotations, structured_output=True)
+    registered.fn_metadata.arg_model = _arguments_as_sent()
+    return registered
+
+
 def create_server(workspace: Path | None = None) -> MCPServer:
     """An MCP server whose tools read and write relative to `workspace` (default: the cwd).
 
@@ -93,316 +147,14 @@ def create_server(workspace: Path | None = None) -> MCPServer:
     process-wide (mcp_server.pyparse), and every process a tool starts ends with the server.
     """
     root = (workspace or Path.cwd()).resolve()
-    mcp = MCPServer("mint-migrate", version=__version__, instructions=INSTRUCTIONS)
     serialise_stdlib_ast_parse()
 
     async def fenced(ctx: Context) -> list[Path]:
         return [root, *await _client_roots(ctx)]
 
-    @mcp.tool(
-        title="Map a framework concept to MinT",
-        annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False),
-    )
-    @_user_errors
-    async def map_concept(
-        framework: Annotated[
-            str, Field(description=f"Source framework: {framework_list()}.")
-        ],
-        concept: Annotated[
-            str | None,
-            Field(description="A class, config key or CLI flag (e.g. 'GRPOConfig', 'rollout.n'); omit for the whole table."),
-        ] = None,
-    ) -> concepts.ConceptTable:
-        """How a source-framework concept maps onto MinT: the equivalent call, why, a before/after
-        example and the pitfalls. With no concept, the whole table for that framework."""
-        return concepts.map_concept(framework, concept)
-
-    async def scaffold_train_py(**arguments) -> ScaffoldResult:
-        """Render a complete, runnable MinT train.py for a training kind, and mint_run.py, the
-        plumbing it imports (the same file for every kind; it goes beside train.py). Both are checked
-        to parse before they are returned (source, companion_source); they are written only when
-        output_path is given, mint_run.py beside it. Every tuning argument only sets the default of
-        the script's matching command-line flag."""
-        from mcp_server.render import scaffold
-
-        output_path, overwrite = arguments.pop("output_path"), arguments.pop("overwrite")
-        options = ScaffoldOptions(**arguments)
-        return await anyio.to_thread.run_sync(
-            lambda: scaffold(options, output_path=output_path, workspace=root, overwrite=overwrite)
-        )
-
-    # The tool's arguments are ScaffoldOptions' fields (the CLI's flags come from the same model).
-    with_parameters(
-        scaffold_train_py,
-        [
-            *tool_parameters(ScaffoldOptions, exclude=SCAFFOLD_INTERNAL),
-            Parameter(
-                "output_path",
-                Parameter.KEYWORD_ONLY,
-                annotation=Annotated[
-                    str | None,
-                    Field(description="Write the script here and mint_run.py beside it (inside the workspace); "
-                          "omit to only return them."),
-                ],
-                default=None,
-            ),
-            Parameter(
-                "overwrite",
-                Parameter.KEYWORD_ONLY,
-                annotation=Annotated[bool, Field(description="Replace an existing file at output_path (and mint_run.py).")],
-                default=False,
-            ),
-        ],
-    )
-    mcp.tool(
-        title="Scaffold a MinT train.py",
-        annotations=ToolAnnotations(
-            read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
-        ),
-    )(_user_errors(scaffold_train_py))
-
-    @mcp.tool(
-        title="Migrate a training script to MinT",
-        annotations=ToolAnnotations(
-            read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
-        ),
-    )
-    @_user_errors
-    async def migrate_script(
-        source_path: Annotated[
-            str, Field(description="The script, launch script or config to migrate (python, shell or YAML).")
-        ],
-        ctx: Context,
-        config_paths: Annotated[
-            list[str], Field(description="Companion files: the YAML a script reads, a reward module, ...")
-        ] = [],  # noqa: B006 - pydantic copies defaults
-        output_dir: Annotated[
-            str | None,
-            Field(description="Write train.py, mint_run.py (the plumbing it imports) and MIGRATION.md here "
-                  "(inside the workspace); omit to only plan."),
-        ] = None,
-        overwrite: Annotated[bool, Field(description="Replace existing files in output_dir.")] = False,
-    ) -> MigrationResult:
-        """Analyze a training setup (any framework mint-migrate reads: see map_concept) into a
-        migration plan (every setting traced to file:line), a MinT train.py with mint_run.py (the plumbing
-        it imports; in companions) and a MIGRATION.md report."""
-        from mcp_server.migrate import migrate
-
-        roots = await fenced(ctx)
-        source = inside(source_path, root, roots)
-        configs = [inside(p, root, roots) for p in config_paths]
-
-        def run() -> MigrationResult:
-            with read_fence(roots):  # and the files a launch script names, which the analyzer follows
-                return migrate(source, configs, output_dir=output_dir, workspace=root, overwrite=overwrite)
-
-        return await anyio.to_thread.run_sync(run)
-
-    @mcp.tool(
-        title="Lint a MinT training script",
-        annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False),
-    )
-    @_user_errors
-    async def lint_script(
-        ctx: Context,
-        path: Annotated[str | None, Field(description="Script to lint (relative to the workspace).")] = None,
-        source: Annotated[str | None, Field(description="Python source to lint instead of a file.")] = None,
-        fix: Annotated[
-            bool, Field(description="Also return the source with the safe fixes applied (nothing is written).")
-        ] = False,
-    ) -> LintReport:
-        """Find MinT pitfalls (pinned-SDK traps, training traps, setup traps) with rule ids
-        MINT###, file:line:col, why it matters and the fix."""
-        from mcp_server.lint import lint_bytes, lint_source
-
-        if (path is None) == (source is None):
-            raise ToolError("Give exactly one of path or source.")
-        if source is not None:
-            return await anyio.to_thread.run_sync(lambda: lint_source(source, fix=fix))
-        found, data = read_text_inside(path, root, await fenced(ctx))
-        return await anyio.to_thread.run_sync(lambda: lint_bytes(data, found, fix=fix))
-
-    @mcp.tool(
-        title="Preflight check for a MinT run",
-        annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=True),
-    )
-    @_user_errors
-    async def preflight_check(
-        ctx: Context,
-        script_path: Annotated[
-            str | None, Field(description="The train.py to check (base model, tokenizer, lint); optional.")
-        ] = None,
-        target: Annotated[
-            Literal["local", "remote"],
-            Field(
-                description="local: ready for a smoke run on mint-local (no key or endpoint needed); "
-                "remote: ready for MinT (key, endpoint, served models)."
-            ),
-        ] = "remote",
-    ) -> PreflightReport:
-        """Check that a run can start on `target`. Both: Python, mindlab-toolkit / tinker versions and
-        the script's lint summary. local adds mint-local's packages; remote adds the sk- key bug,
-        MINT_BASE_URL and MINT_API_KEY, the endpoint, and the script's base model and tokenizer."""
-        from mcp_server.preflight import run_preflight
-
-        roots = await fenced(ctx)
-        path = inside(script_path, root, roots) if script_path else None
-
-        def run() -> PreflightReport:
-            with read_fence(roots):  # the script is read for its lint and base model
-                return run_preflight(path, target=target)
-
-        return await anyio.to_thread.run_sync(run)
-
-    @mcp.tool(
-        title="Smoke-run a train.py",
-        annotations=ToolAnnotations(
-            read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=True
-        ),
-    )
-    @_user_errors
-    async def launch_smoke_run(
-        script_path: Annotated[str, Field(description="The train.py to run (relative to the workspace).")],
-        ctx: Context,
-        target: Annotated[
-            Literal["local", "remote"],
-            Field(description="local: an offline mint-local backend; remote: MINT_BASE_URL / MINT_API_KEY."),
-        ] = "local",
-        steps: Annotated[int, Field(ge=1, le=100, description="Training steps to run.")] = 2,
-        timeout_s: Annotated[float, Field(gt=0, le=3600, description="Kill the run after this many seconds.")] = 600,
-        model: Annotated[
-            str | None,
-            Field(description="local only: 'tiny' (default) or a local Hugging Face model directory to serve."),
-        ] = None,
-        device: Annotated[
-            Literal["auto", "cpu", "cuda"] | None,
-            Field(description="local only: where mint-local runs the model; auto uses CUDA when present."),
-        ] = None,
-        parity_source_path: Annotated[
-            str | None,
-            Field(description="Also run the parity check against this source script (see check_parity) once the "
-                  "smoke run passes; the verdict fails if the objectives differ."),
-        ] = None,
-    ) -> SmokeParityVerdict:
-        """Run the script for a few steps (--smoke --steps N) and return a verdict: passed, steps,
-        losses, step time, a sampled text for RL, the checkpoint, classified errors and the log tail.
-        Progress is reported once per training step. With parity_source_path, the parity check
-        runs after a passing smoke run and its report is the verdict's `parity`."""
-        from mcp_server.parity.check import smoke_with_parity
-
-        roots = await fenced(ctx)
-        script = inside(script_path, root, roots)
-        source = inside(parity_source_path, root, roots) if parity_source_path else None
-
-        def report(progress: SmokeProgress) -> None:
-            anyio.from_thread.run(ctx.report_progress, progress.step, progress.total, progress.message)
-
-        def run() -> SmokeParityVerdict:
-            with read_fence(roots):  # parity migrates the source afresh when asked, reading what it names
-                return smoke_with_parity(
-                    script,
-                    source,
-                    target=target,
-                    steps=steps,
-                    timeout_s=timeout_s,
-                    on_progress=report,
-                    model=model,
-                    device=device,
-                    cancel=cancel,
-                )
-
-        # If the client goes away (or the server is stopped) mid-run, the await below is cancelled
-        # at once and `cancel` makes the worker kill the script and everything it started.
-        cancel = threading.Event()
-        try:
-            return await anyio.to_thread.run_sync(run, abandon_on_cancel=True)
-        finally:
-            cancel.set()
-
-    @mcp.tool(
-        title="Check a migration's objective against its source",
-        annotations=ToolAnnotations(
-            read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
-        ),
-    )
-    @_user_errors
-    async def check_parity(
-        source_path: Annotated[str, Field(description="The source training script (.py) the migration came from.")],
-        ctx: Context,
-        train_path: Annotated[
-            str | None, Field(description="The migrated train.py; omit to migrate the source afresh.")
-        ] = None,
-        config_paths: Annotated[
-            list[str], Field(description="Companion files the migration read (YAML, reward module, ...).")
-        ] = [],  # noqa: B006 - pydantic copies defaults
-        rows: Annotated[int, Field(ge=1, le=64, description="Data rows in the compared step.")] = 8,
-        data_path: Annotated[
-            str | None, Field(description="A local copy of the source's data, when it reads a Hub dataset.")
-        ] = None,
-        mint_data_path: Annotated[
-            str | None, Field(description="The rows train.py reads, when a separate data step converted them.")
-        ] = None,
-        model: Annotated[
-            str | None, Field(description="A Hugging Face model folder both sides load (default: tiny Qwen3).")
-        ] = None,
-        script_args: Annotated[
-            list[str], Field(description="Command-line arguments for the source script.")
-        ] = [],  # noqa: B006 - pydantic copies defaults
-        fresh: Annotated[bool, Field(description="Re-run the source side even if a cached record matches.")] = False,
-        update_report: Annotated[
-            bool, Field(description="Write the result as the Parity section of the MIGRATION.md beside train.py.")
-        ] = True,
-        timeout_s: Annotated[float, Field(gt=0, le=3600, description="Per side, in seconds.")] = 600,
-    ) -> ParityReport:
-        """Prove the migrated train.py optimises the source's objective: run the source with its own
-        framework (TRL SFT/DPO, a plain PyTorch loop) and train.py on mint-local for one step, on the
-        same data rows and the same tiny model, then compare token sequences, trained positions,
-        per-token weights (up to one constant, with what it means for the learning rate) and the
-        step-0 loss. Every difference comes with its row, position, both values, cause and fix.
-        Needs the source framework installed (pip install 'mint-migrate[parity]')."""
-        from mcp_server.parity.check import check_parity as run_check
-        from mcp_server.parity.check import record_in_migration_md
-
-        # Both sides run scripts and read data: only from inside the workspace and the client's roots.
-        roots = await fenced(ctx)
-        source = inside(source_path, root, roots)
-        train = inside(train_path, root, roots) if train_path else None
-        configs = [inside(p, root, roots) for p in config_paths]
-        data = inside(data_path, root, roots) if data_path else None
-        mint_data = inside(mint_data_path, root, roots) if mint_data_path else None
-        model_dir = str(inside(model, root, roots)) if model and model != "tiny" else None
-
-        def report(step: int, message: str) -> None:
-            anyio.from_thread.run(ctx.report_progress, step, 3, message)
-
-        def run() -> ParityReport:
-            with read_fence(roots):
-                result = run_check(
-                    source,
-                    train=train,
-                    configs=configs,
-                    rows=rows,
-                    data=data,
-                    mint_data=mint_data,
-                    model=model_dir,
-                    script_args=script_args,
-                    timeout_s=timeout_s,
-                    fresh=fresh,
-                    on_progress=report,
-                    cancel=cancel,
-                )
-            if cancel.is_set():
-                return result  # the caller is gone: write nothing
-            if train_path and update_report and (written := record_in_migration_md(result, root)):
-                result.notes.append(f"wrote the Parity section of {written}")
-            return result
-
-        # As launch_smoke_run: a client that goes away stops both sides and what they started.
-        cancel = threading.Event()
-        try:
-            return await anyio.to_thread.run_sync(run, abandon_on_cancel=True)
-        finally:
-            cancel.set()
+    written: set[Path] = set()  # what this server's tools wrote: the files served as resources
+    mcp = MCPServer("mint-migrate", version=__version__, instructions=INSTRUCTIONS,
+                    tools=[_as_mcp_tool(tool, root, fenced, written) for tool in TOOLS])
 
     @mcp.prompt(name="mint-migrate", title="Migrate training code to MinT")
     def mint_migrate_prompt(
@@ -425,6 +177,19 @@ def create_server(workspace: Path | None = None) -> MCPServer:
     def skill() -> str:
         """The mint-migrate workflow (SKILL.md)."""
         return bundled_text("SKILL.md")
+
+    @mcp.resource("mint://workspace/{+path}", title="A file a tool wrote", mime_type="text/plain")
+    def workspace_file(path: str) -> str:
+        """The full text of a file a tool of this server wrote in the workspace (train.py, mint_run.py,
+        MIGRATION.md, ...); other files (a .env among them) are not served."""
+        try:
+            found, data = read_text_inside(path, root, [root])
+        except (MintMigrateError, OSError) as exc:
+            raise ResourceError(f"cannot read {path}: {exc}") from None
+        if found.resolve() not in written:
+            raise ResourceError(f"{path} was not written by a tool of this server; only those files are served "
+                                "(migrate_script / scaffold_train_py name them with their URIs).")
+        return data.decode("utf-8", errors="replace")
 
     @mcp.resource("mint://concepts/{framework}", title="Concept map", mime_type="application/json")
     def concept_table(framework: str) -> str:
@@ -458,7 +223,8 @@ def migration_prompt(framework: str) -> str:
    warning or MIGRATION.md row mentions).
 4. Call lint_script on the generated train.py and fix every error.
 5. Call preflight_check(script_path=..., target='local') and resolve each failed check (no key needed).
-6. Call launch_smoke_run(script_path=..., target='local') and confirm it passed.
+6. Call launch_smoke_run(script_path=..., target='local') and confirm it passed; for a TRL or plain
+   PyTorch source, check_parity(source_path=..., train_path=...) proves train.py optimises its objective.
 7. Before done: port the user's reward and data into train.py, compare MIGRATION.md's settings and
    "What cannot move as-is" with train.py's constants, lint again (no MINT023 on the learning rate),
    smoke again. A run on MinT (target='remote') only with the user's consent.
@@ -466,6 +232,6 @@ def migration_prompt(framework: str) -> str:
    (reward function, data path, MINT_API_KEY).
 
 Pitfalls: build input=tokens[:-1], target=tokens[1:] with weights shifted too; a LoRA learning rate
-is 20-100x a full fine-tune's; sync training calls return futures (.result()), *_async calls need
+is {LORA_LR_RULE} (at least {rate_text(LORA_LR_FLOOR)}); sync training calls return futures (.result()), *_async calls need
 two awaits, sample() returns a concurrent Future; resume is a fresh create_lora_training_client
 plus load_state_with_optimizer(path); SamplingParams(stop=...), never stop_token_ids."""

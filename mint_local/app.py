@@ -274,12 +274,13 @@ ROUTES: list[tuple[str, str, Handler]] = [
 ]
 
 
-def create_app(engine: Engine, worker: Worker, *, hosted_parity: bool = False) -> Starlette:
+def create_app(engine: Engine, worker: Worker, *, hosted_parity: bool = False, jwt_auth: bool = True) -> Starlette:
     """The HTTP app over an engine; `worker` is the thread that built the engine and runs its jobs."""
 
     @asynccontextmanager
     async def lifespan(app: Starlette):  # type: ignore[no-untyped-def]
-        app.state.service = Service(engine, worker, asyncio.get_running_loop(), hosted_parity=hosted_parity)
+        app.state.service = Service(engine, worker, asyncio.get_running_loop(), hosted_parity=hosted_parity,
+                                    jwt_auth=jwt_auth)
         yield
         app.state.service.worker.stop()
 

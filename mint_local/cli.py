@@ -81,6 +81,12 @@ def build_parser() -> argparse.ArgumentParser:
         "conversation re-sending its history); 0 turns it off (default 256; built-in models only)",
     )
     serve.add_argument("--allow-remote", action="store_true", help="allow binding a non-loopback address")
+    serve.add_argument(
+        "--no-jwt-auth",
+        dest="jwt_auth",
+        action="store_false",
+        help="advertise no JWT auth, as some MinT endpoints do: the PyPI mindlab-toolkit 0.2.0 then rejects sk- keys",
+    )
     return parser
 
 
@@ -145,7 +151,7 @@ def serve(args: argparse.Namespace) -> int:
         f"{str(engine.dtype).replace('torch.', '')}, {worker.call(torch.get_num_threads)} CPU threads{governed}; state in {engine.store.root}"
     )
     config = uvicorn.Config(
-        create_app(engine, worker, hosted_parity=args.hosted_parity),
+        create_app(engine, worker, hosted_parity=args.hosted_parity, jwt_auth=args.jwt_auth),
         log_level="warning",
         access_log=False,
         lifespan="on",

@@ -51,6 +51,7 @@ class LocalServer:
         max_context: int | None = None,
         threads: int | None = None,
         prefix_cache_mb: int | None = None,
+        jwt_auth: bool = True,
         timeout_s: float = 180,
         log_path: str | os.PathLike[str] | None = None,
     ) -> LocalServer:
@@ -85,6 +86,8 @@ class LocalServer:
             cmd += ["--threads", str(threads)]
         if prefix_cache_mb is not None:
             cmd += ["--prefix-cache-mb", str(prefix_cache_mb)]
+        if not jwt_auth:
+            cmd.append("--no-jwt-auth")
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         with open(log, "a", encoding="utf-8") as log_file:  # the child keeps its own copy of the fd
             proc = Supervised(cmd, env=env, stderr=log_file, name="mint-local")

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from mcp_server.sdk_facts import CISPO_CLIP, DRO_BETA, PPO_CLIP
+from mint_facts import CISPO_CLIP, DRO_BETA, PPO_CLIP
 
 from .errors import UserError
 
@@ -41,7 +41,7 @@ class LossSpec:
     two_dim_ok: tuple[str, ...] = ()
 
 
-# What the server uses when loss_fn_config leaves a key out (values and reasons: mcp_server/sdk_facts.py).
+# What the server uses when loss_fn_config leaves a key out (values and reasons: mint_facts).
 PPO_DEFAULTS = dict(PPO_CLIP)
 CISPO_DEFAULTS = dict(CISPO_CLIP)
 DRO_DEFAULTS = {"beta": DRO_BETA}

@@ -129,7 +129,9 @@ def _check_metadata(metadata: dict[str, Any] | None, what: str) -> dict[str, Any
 
 
 class Service:
-    def __init__(self, engine: Engine, worker: Worker, loop: asyncio.AbstractEventLoop, *, hosted_parity: bool = False) -> None:
+    def __init__(self, engine: Engine, worker: Worker, loop: asyncio.AbstractEventLoop, *, hosted_parity: bool = False,
+                 jwt_auth: bool = True) -> None:
+        self.jwt_auth = jwt_auth
         self.engine = engine
         # A smoke run must fail where a hosted run would, even where tinker itself would work.
         self.hosted_parity = hosted_parity
@@ -286,7 +288,7 @@ class Service:
         # JWT auth advertised so the PyPI mindlab-toolkit 0.2.0 accepts sk- keys: tinker then
         # exchanges the key at /auth/token and never builds its tml-only ApiKeyAuthProvider.
         return {
-            "pjwt_auth_enabled": True,
+            "pjwt_auth_enabled": self.jwt_auth,  # --no-jwt-auth: as a MinT endpoint without JWT auth
             "credential_default_source": "api_key",
             "parallel_fwdbwd_chunks": True,
             "proto_write_fwdbwd": False,

@@ -28,8 +28,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 MIN_PYTHON = (3, 11)
-# The CPU build the Makefile installs before the `local` extra (an open range pulls a CUDA build).
-TORCH = "torch==2.13.0"
+# torch, pinned, from the index that fits this machine (scripts/torch_install_args.py; the
+# Makefile asks the same): the CUDA build with CUDA, PyTorch's CPU wheels without.
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from torch_install_args import torch_install_args  # noqa: E402
+
 INSTALL_COMMAND = f"python3 {ROOT / 'scripts' / 'mcp_server_launcher.py'} --install"
 
 
@@ -97,7 +100,7 @@ def install_into(venv: Path, extras: list[str], log: Path) -> int:
             else [str(venv_python(target)), "-m", "pip"]
         ) + ["install", "--disable-pip-version-check", "--no-compile", "-q"]
         if "local" in extras:
-            steps.append(pip + [TORCH])
+            steps.append(pip + torch_install_args())
         steps.append(pip + requirements(extras))
         for step in steps:
             out.write(f"$ {' '.join(step)}\n")

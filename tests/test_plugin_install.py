@@ -25,11 +25,10 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
+from mcp_server.tools import TOOLS as REGISTRY
+
 ROOT = Path(__file__).resolve().parent.parent
-TOOLS = {
-    "map_concept", "migrate_script", "scaffold_train_py", "lint_script", "preflight_check", "launch_smoke_run",
-    "check_parity",
-}
+TOOLS = {tool.name for tool in REGISTRY}
 INSTALLER_FILES = {"INSTALLER", "RECORD", "REQUESTED", "direct_url.json"}
 
 pytestmark = pytest.mark.slow

@@ -259,7 +259,7 @@ def test_options_become_the_argument_defaults():
 def test_lora_learning_rate_defaults_carry_the_lora_guidance():
     for kind in ("sft", "grpo", "dpo", "distill"):
         source = render_scaffold(ScaffoldOptions(kind=kind))
-        assert "20-100x" in source, kind
+        assert "10x a full fine-tune's" in source, kind  # mint_facts.LORA_LR_RULE
         assert 1e-5 <= constants(source)["LEARNING_RATE"] <= 5e-4, kind
 
 

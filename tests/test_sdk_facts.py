@@ -10,6 +10,7 @@ import asyncio
 import importlib.metadata
 import inspect
 import os
+import re
 import subprocess
 import sys
 import typing
@@ -111,6 +112,30 @@ def test_default_base_url_is_what_import_mint_sets():
     assert done.stdout.strip() == sdk_facts.MINT_DEFAULT_BASE_URL
 
 
+def test_an_existing_tinker_base_url_survives_import_mint():
+    """The default applies only when neither variable is set: the docs say so (cheatsheet, concept map)."""
+    env = {k: v for k, v in os.environ.items() if k != "MINT_BASE_URL"}
+    done = subprocess.run(
+        [sys.executable, "-c", "import os, mint; print(os.environ['TINKER_BASE_URL'])"],
+        capture_output=True, text=True, env={**env, "TINKER_BASE_URL": "http://127.0.0.1:9", "TINKER_TELEMETRY": "0"},
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "http://127.0.0.1:9"
+    for path in (ROOT / "mint_api_cheatsheet.md", ROOT / "mcp_server" / "concepts" / "tinker.yaml"):
+        assert "existing TINKER_BASE_URL" in " ".join(path.read_text(encoding="utf-8").replace("`", "").split()), path
+
+
+def test_sampling_clients_take_tinker_paths_only(sdk):
+    """create_sampling_client(model_path=) checks the scheme client-side, before any request."""
+    from tinker.lib.internal_client_holder import InternalClientHolder
+
+    source = inspect.getsource(InternalClientHolder._create_sampling_session)
+    assert f'model_path.startswith("{sdk_facts.CHECKPOINT_SCHEME}")' in source
+    cheatsheet = " ".join((ROOT / "mint_api_cheatsheet.md").read_text(encoding="utf-8").split())
+    assert "create_sampling_client(model_path=...)` checks the same way" in cheatsheet
+
+
 # --- every reader uses the module, not a copy ------------------------------------------------------
 
 
@@ -155,9 +180,10 @@ def test_cli_and_mcp_offer_the_rl_losses():
 
     for loss in sdk_facts.RL_LOSSES:
         assert build_parser().parse_args(["scaffold", "grpo", "--loss-fn", loss]).loss_fn == loss
-    for later in sdk_facts.LATER_SDK_LOSSES:
-        with pytest.raises(Exception, match="invalid choice"):
-            build_parser().parse_args(["scaffold", "grpo", "--loss-fn", later])
+    for later in sdk_facts.LATER_SDK_LOSSES:  # refused by the request model, as the MCP tool refuses it
+        done = subprocess.run([sys.executable, "-m", "mcp_server", "scaffold", "grpo", "--loss-fn", later, "--json"],
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 2 and "loss_fn (--loss-fn): Input should be" in done.stdout, done.stdout
     tools = {t.name: t for t in asyncio.run(create_server(ROOT).list_tools())}
     prop = tools["scaffold_train_py"].input_schema["properties"]["loss_fn"]
     assert next(a["enum"] for a in prop["anyOf"] if "enum" in a) == list(sdk_facts.LOSS_NAMES)
@@ -202,3 +228,92 @@ def test_training_futures_have_future_over_http(mint_env):
         assert not hasattr(fb, "coroutine")  # the 0.38 addition MINT011 still reports
     finally:
         service_client.holder.close()
+
+
+# --- one fact, one place: what the agent-facing files say ------------------------------------------
+
+AGENT_FACING = [ROOT / "SKILL.md", ROOT / "mint_api_cheatsheet.md", ROOT / "docs" / "rules.md",
+                ROOT / "commands" / "migrate.md", *sorted((ROOT / "mcp_server" / "concepts").glob("*.yaml")),
+                *sorted((ROOT / "scaffolds").glob("*.j2"))]
+FACTOR = re.compile(r"(?<![\w.])(?:x(\d+)|(\d+)(?:\s?-\s?(\d+))?x)(?![\w])")
+
+
+def _texts() -> dict[str, str]:
+    from mcp_server.server import migration_prompt
+
+    texts = {str(p.relative_to(ROOT)): " ".join(p.read_text(encoding="utf-8").split()) for p in AGENT_FACING}
+    texts["the mint-migrate prompt"] = " ".join(migration_prompt("trl").split())
+    return texts
+
+
+def test_every_agent_facing_file_states_one_lora_learning_rate_factor():
+    """A factor next to a learning rate is the policy's (10x), wherever an agent reads it; the LoRA
+    primer's older 20-100x may be named only as that, the primer's."""
+    stated = []
+    for name, text in _texts().items():
+        for match in FACTOR.finditer(text):
+            window = text[max(0, match.start() - 160): match.end() + 160]
+            if not re.search(r"learning rate|\bLR\b|\blr\b|LoRA rate", window):
+                continue
+            factor = match.group(0)
+            stated.append(name)
+            if factor in ("20-100x",) and "primer" in window:
+                continue
+            numbers = {g for g in match.groups() if g}
+            assert numbers == {str(sdk_facts.LORA_LR_FACTOR)}, f"{name}: '{factor}' in ...{window}..."
+    for must in ("SKILL.md", "mint_api_cheatsheet.md", "docs/rules.md", "the mint-migrate prompt"):
+        assert must in stated or sdk_facts.LORA_LR_RULE in _texts()[must], must
+    for name in ("SKILL.md", "mint_api_cheatsheet.md", "docs/rules.md", "the mint-migrate prompt"):
+        assert sdk_facts.LORA_LR_RULE in _texts()[name], name
+
+
+def test_migrate_and_lint_apply_the_lora_policy():
+    from mcp_server.analyze import choices
+    from mcp_server.lint import lint_source, training_rules
+
+    assert choices.LORA_FACTOR == sdk_facts.LORA_LR_FACTOR and choices.LORA_LR_FLOOR == sdk_facts.LORA_LR_FLOOR
+    assert training_rules.LORA_LR_FLOOR == sdk_facts.LORA_LR_FLOOR
+    low = "from mint import types\nadam = types.AdamParams(learning_rate=2e-6)\n"
+    [finding] = [f for f in lint_source(low).findings if f.id == "MINT023"]
+    assert sdk_facts.LORA_LR_RULE in finding.message and "Try 2e-05" in finding.fix
+
+
+def test_agent_facing_lists_of_losses_are_the_sdk_losses():
+    """Where a file lists the built-in losses it lists all five, and never offers a later SDK's as one."""
+    for name in ("SKILL.md", "mint_api_cheatsheet.md"):
+        text = _texts()[name]
+        for loss in sdk_facts.LOSS_NAMES:
+            assert f"`{loss}`" in text or f'`"{loss}"`' in text, (name, loss)
+    skill = _texts()["SKILL.md"]
+    listed = skill[skill.index("The built-in losses are exactly"):][:200]
+    assert re.findall(r"`(\w+)`", listed.split(". ")[0]) == list(sdk_facts.LOSS_NAMES)
+
+
+def test_mint_local_imports_nothing_from_the_migration_tool():
+    """The two products stand apart: what both need is in mint_facts."""
+    code = (
+        "import importlib, pkgutil, sys, mint_local\n"
+        "for m in pkgutil.walk_packages(mint_local.__path__, 'mint_local.'):\n"
+        "    if not m.name.endswith('__main__'):\n"
+        "        importlib.import_module(m.name)\n"
+        "print(sorted(n for n in sys.modules if n == 'mcp_server' or n.startswith('mcp_server.')))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "TINKER_TELEMETRY": "0"})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+    import mint_local.losses as losses
+
+    assert losses.PPO_CLIP is sdk_facts.PPO_CLIP and losses.DRO_BETA == sdk_facts.DRO_BETA
+
+
+def test_resume_of_a_generated_train_py_is_documented_where_an_agent_reads():
+    """--resume latest, --save-every and checkpoints.jsonl: the generated train.py's own resume."""
+    from mcp_server.render import ScaffoldOptions, render_companion, render_scaffold
+
+    plumbing = render_companion() + render_scaffold(ScaffoldOptions(kind="sft"))
+    for spelled in ("--resume", "--save-every", "checkpoints.jsonl", "latest"):
+        assert spelled in plumbing, spelled  # what the docs describe exists
+    for name in ("SKILL.md", "mint_api_cheatsheet.md", "commands/migrate.md"):
+        text = _texts()[name]
+        assert "--resume latest" in text and "--save-every" in text and "checkpoints.jsonl" in text, name

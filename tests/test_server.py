@@ -7,11 +7,9 @@ import pytest
 from mcp import Client
 
 from mcp_server.server import create_server
+from mcp_server.tools import TOOLS as REGISTRY
 
-TOOLS = {
-    "map_concept", "scaffold_train_py", "migrate_script", "lint_script", "preflight_check", "launch_smoke_run",
-    "check_parity",
-}
+TOOLS = {tool.name for tool in REGISTRY}
 
 
 @pytest.fixture
@@ -87,7 +85,7 @@ async def test_scaffold_arguments_are_the_scaffold_options(client):
 
     [tool] = [t for t in (await client.list_tools()).tools if t.name == "scaffold_train_py"]
     properties = tool.input_schema["properties"]
-    assert set(properties) == (set(ScaffoldOptions.model_fields) - {"header"}) | {"output_path", "overwrite"}
+    assert set(properties) == (set(ScaffoldOptions.model_fields) - {"header"}) | {"output_path", "overwrite", "detail"}
     assert tool.input_schema["required"] == ["kind"]
     for name, field in ScaffoldOptions.model_fields.items():
         if name != "header" and field.description:
@@ -138,7 +136,7 @@ async def test_prompt_walks_the_workflow_for_a_framework(client):
     got = await client.get_prompt("mint-migrate", {"framework": "openrlhf"})
     text = got.messages[0].content.text
     assert "map_concept(framework='openrlhf', concept=...)" in text
-    for tool in ("migrate_script", "lint_script", "preflight_check", "launch_smoke_run"):
+    for tool in TOOLS:
         assert tool in text
     # migrate before map; the local preflight needs no key; the paid run needs consent
     assert text.index("migrate_script") < text.index("map_concept") < text.index("what the plan did not cover")
@@ -171,12 +169,15 @@ async def test_scaffold_tool_writes_inside_the_workspace_only_and_never_over_a_f
     written = tmp_path / "rl" / "train.py"
     assert result.structured_content["path"] == str(written)
     source = written.read_text()
-    assert source == result.structured_content["source"]
     assert "LEARNING_RATE = 3e-05" in source and 'LOSS_FN = "ppo"' in source
-    # The plumbing train.py imports comes back too, and is written beside it.
+    # Written files are named, not inlined: their full texts are resources (and detail='full' inlines them).
     companion = tmp_path / "rl" / "mint_run.py"
     assert result.structured_content["companion_path"] == str(companion)
-    assert companion.read_text() == result.structured_content["companion_source"] and "def load_rows" in companion.read_text()
+    assert result.structured_content["source"] is None and result.structured_content["companion_source"] is None
+    assert result.structured_content["resources"] == ["mint://workspace/rl/train.py", "mint://workspace/rl/mint_run.py"]
+    for uri, path in zip(result.structured_content["resources"], (written, companion), strict=True):
+        assert (await client.read_resource(uri)).contents[0].text == path.read_text()
+    assert "def load_rows" in companion.read_text()
 
     again = await client.call_tool("scaffold_train_py", args)
     assert again.is_error and "already exists" in again.content[0].text

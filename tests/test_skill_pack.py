@@ -21,6 +21,7 @@ import yaml
 from mcp_server import __version__
 from mcp_server.cli import build_parser
 from mcp_server.server import create_server
+from mcp_server.tools import TOOLS as REGISTRY
 
 ROOT = Path(__file__).resolve().parent.parent
 SKILL = ROOT / "SKILL.md"
@@ -43,11 +44,8 @@ PLUGIN_KEYS = {
     "keywords", "commands", "agents", "skills", "hooks", "mcpServers", "userConfig",
 }
 PLUGIN_PATH_KEYS = ("commands", "agents", "skills", "hooks", "mcpServers")
-TOOLS = [
-    "map_concept", "migrate_script", "scaffold_train_py", "lint_script", "preflight_check", "launch_smoke_run",
-    "check_parity",
-]
-CLI_COMMANDS = ["map", "migrate", "scaffold", "lint", "preflight", "smoke", "parity"]
+TOOLS = [tool.name for tool in REGISTRY]  # the tool registry is the one list (tests/test_tool_surface.py)
+CLI_COMMANDS = [tool.command for tool in REGISTRY]
 FRAMEWORK_NAMES = ["TRL", "verl", "OpenRLHF", "torchforge", "Tinker", "PyTorch"]
 
 
@@ -155,11 +153,14 @@ def test_skill_covers_the_costly_pitfalls():
     body = frontmatter(SKILL)[1]
     for must in [
         "tokens[:-1]", "tokens[1:]", "weights[1:]",         # token alignment
-        "20-100x",                                         # LoRA learning rate
+        "10x a full",                                      # LoRA learning rate (mint_facts.LORA_LR_RULE)
         ".result()", "two awaits", "concurrent.futures.Future",  # futures
         "load_state_with_optimizer", "create_lora_training_client",  # resume recipe
         "stop=[", "stop_token_ids",                        # stop tokens
         'metrics["loss:sum"]',                              # no .loss
+        "--resume latest", "checkpoints.jsonl",            # resuming a generated train.py
+        "GRPO code overloads names", "Parallelise across groups", "as_completed",  # RL seed items
+        "Watching a real run", "SLURM",
     ]:
         assert must in body, must
 

@@ -9,16 +9,22 @@ import re
 from mcp_server.analyze.evidence import Evidence
 from mcp_server.analyze.scalars import as_int, as_number
 from mcp_server.plan import Algorithm, MintChoices, PlanWarning, ScaffoldKind, Setting, Settings
-from mcp_server.sdk_facts import DEFAULT_BASE_MODEL, DEFAULT_LORA_RANK, PPO_CLIP, RL_LOSSES
+from mcp_server.sdk_facts import (
+    DEFAULT_BASE_MODEL,
+    DEFAULT_LORA_RANK,
+    LORA_LR_FACTOR,
+    LORA_LR_FLOOR,
+    PPO_CLIP,
+    RL_LOSSES,
+)
 
 KIND: dict[Algorithm, ScaffoldKind] = {
     "sft": "sft", "dpo": "dpo", "grpo": "grpo", "ppo": "grpo", "reinforce": "grpo", "kto": "dpo", "orpo": "dpo",
     "reward_model": "dpo", "distillation": "distill", "other": "sft",
 }
 DEFAULT_MODEL = DEFAULT_BASE_MODEL
-LORA_FACTOR = 10
-# The lowest LoRA rate the tool chooses: below it the linter flags a full fine-tune's range (MINT023).
-LORA_LR_FLOOR = 1e-5
+# The LoRA learning-rate policy and its evidence: mint_facts (read through sdk_facts).
+LORA_FACTOR = LORA_LR_FACTOR
 # MinT / Tinker guidance when the source says nothing and its framework has no default.
 _LR_GUIDANCE = {
     "sft": (2e-4, "MinT guidance for LoRA SFT is 1e-4 to 5e-4"),

@@ -37,8 +37,10 @@ register(
         what="The first `import tinker` / `from tinker... import ...` in a file that has not "
         "imported `mint` earlier (`import mint`, `from mint import ...`, `import mint as tinker`).",
         why="`import mint` is what points tinker at MinT: it copies `MINT_API_KEY`/`MINT_BASE_URL` "
-        "into tinker's variables and patches the key check so `sk-` keys are accepted. Without it "
-        "a bare tinker client talks to Tinker's endpoint and rejects MinT keys.",
+        "into tinker's variables and patches tinker's key check for `sk-` keys (incompletely in the "
+        "PyPI wheel 0.2.0: with a server that does not advertise JWT auth, `ServiceClient()` still "
+        "rejects an `sk-` key; preflight checks it). Without it a bare tinker client talks to "
+        "Tinker's endpoint and rejects MinT keys.",
         fix="Import mint first: `import mint as tinker` is the smallest change; new code should "
         "`import mint` and use `mint.ServiceClient(...)`.",
         bad="import tinker\nfrom tinker import types",

@@ -18,8 +18,14 @@ from mcp_server.lint.context import (
 )
 from mcp_server.lint.flow import FlowVisitor, base_method
 from mcp_server.lint.registry import Rule, register
+from mcp_server.sdk_facts import LORA_LR_FACTOR, LORA_LR_FLOOR, LORA_LR_RULE, LORA_LR_TYPICAL, rate_text
 
-LORA_LR_FLOOR = 1e-5
+
+def _span(kind: str) -> str:
+    low, high = LORA_LR_TYPICAL[kind]
+    return f"{rate_text(low)}..{rate_text(high)}"
+
+
 SMALL_FANOUT = 64  # a comprehension over range(<= this literal) is a bounded group, not a flood
 ARRAY_WRAPPERS = {"array", "asarray", "tensor", "as_tensor", "from_numpy", "from_torch", "TensorData", "list",
                   "LongTensor", "FloatTensor", "tuple"}
@@ -99,15 +105,15 @@ register(
         name="lora-lr-in-full-finetune-range",
         severity="warning",
         family="training",
-        summary="A LoRA learning rate below 1e-5: the range of a full fine-tune.",
-        what="`AdamParams(learning_rate=X)` where X is a number below 1e-5: a literal, or a name, "
-        "argparse default or config-class field that holds one.",
-        why="MinT trains LoRA adapters. LoRA needs a learning rate about 10x (tinker-cookbook) to "
-        "20-100x (Tinker's LoRA primer) a full fine-tune's; the 1e-6..5e-6 values of TRL, verl and "
-        "OpenRLHF configs make the adapter barely move. Typical MinT values are 1e-4..5e-4 for SFT "
-        "and 1e-5..1e-4 for RL.",
-        fix="Scale the source framework's learning rate up (x10 or more); start from 2e-4 for SFT "
-        "or 4e-5 for RL and tune.",
+        summary=f"A LoRA learning rate below {rate_text(LORA_LR_FLOOR)}: the range of a full fine-tune.",
+        what=f"`AdamParams(learning_rate=X)` where X is a number below {rate_text(LORA_LR_FLOOR)}: a literal, or a "
+        "name, argparse default or config-class field that holds one.",
+        why=f"MinT trains LoRA adapters. A LoRA learning rate is {LORA_LR_RULE} (tinker-cookbook's "
+        "get_lora_lr_over_full_finetune_lr; Tinker's older LoRA primer says 20 to 100 times); the "
+        "1e-6..5e-6 values of TRL, verl and OpenRLHF configs make the adapter barely move. Typical MinT "
+        f"values are {_span('sft')} for SFT and {_span('rl')} for RL.",
+        fix=f"Multiply the source framework's learning rate by {LORA_LR_FACTOR} (at least {rate_text(LORA_LR_FLOOR)}); "
+        "start from 2e-4 for SFT or 4e-5 for RL and tune.",
         bad="adam = types.AdamParams(learning_rate=1e-6)",
         good="adam = types.AdamParams(learning_rate=2e-4)",
     )
@@ -438,8 +444,8 @@ class TrainingRules(FlowVisitor):
             "MINT023",
             given,
             f"LoRA learning rate {value:g}{via} is in the full fine-tune range; MinT trains LoRA adapters, "
-            "which need about 10-100x more.",
-            f"Try {value * 10:g}-{value * 100:g} (typical MinT: 1e-4..5e-4 SFT, 1e-5..1e-4 RL).",
+            f"whose rate is {LORA_LR_RULE}.",
+            f"Try {max(value * LORA_LR_FACTOR, LORA_LR_FLOOR):g} (typical MinT: {_span('sft')} SFT, {_span('rl')} RL).",
         )
 
     # --- gather -------------------------------------------------------------------------
