@@ -6,7 +6,6 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from mcp_server.errors import MintMigrateError
 from mcp_server.migrate import MigrationResult
 from mcp_server.next_steps import after_migration, resume_hint
 from mcp_server.plan import MintChoices
