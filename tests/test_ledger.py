@@ -281,3 +281,66 @@ def test_hydra_entries_the_reader_cannot_resolve_are_reported(tmp_path):
                          "a `# @package` directive"}, [w.message for w in plan.warnings]
     assert said["defaults entry `base_run`"].source == "conf/config.yaml:1"
     assert "no base_run.yaml beside the config" in said["defaults entry `base_run`"].message
+
+
+# --- the agent's loop through the real front ends ----------------------------------------------------------
+
+
+@pytest.fixture
+def anyio_backend():
+    return "asyncio"
+
+
+@pytest.mark.anyio
+async def test_an_agent_confirms_missing_values_through_mcp(tmp_path):
+    """Through a real MCP client: the summary lists what was not found with candidate lines; the agent
+    cites lines for three shapes (a verl fork's batch, a loop's rewards, a verl fork's per-device batch),
+    the plan is complete for them; a wrong citation is refused with the line's content."""
+    import shutil
+
+    from mcp import Client
+
+    from mcp_server.server import create_server
+
+    shutil.copytree(FIXTURES, tmp_path / "src")
+    async with Client(create_server(tmp_path), raise_exceptions=True) as client:
+        easyr1 = {"source_path": "src/easyr1_yaml_dotlist/qwen3_4b_math_grpo.sh",
+                  "config_paths": ["src/easyr1_yaml_dotlist/config.yaml"]}
+        first = (await client.call_tool("migrate_script", easyr1)).structured_content
+        assert "global_batch_size" in first["plan"]["not_found"]
+        assert any("rollout_batch_size: 512" in line for line in first["unmapped"]["global_batch_size"])
+        assert first["ledger"]["counts"]["server_side"] >= 3
+        again = (await client.call_tool("migrate_script", {
+            **easyr1, "confirmed": ["global_batch_size=512@config.yaml:10", "per_device_batch_size=4@config.yaml:24"],
+        })).structured_content
+        assert "global_batch_size" not in again["plan"]["not_found"]
+        assert again["plan"]["settings"]["global_batch_size"] == "512 (config.yaml:10)"
+        loop = (await client.call_tool("migrate_script", {
+            "source_path": "src/pytorch_grpo_constants/grpo_loop.py",
+            "confirmed": ["reward_functions=format_reward,correctness_reward@grpo_loop.py:44"],
+        })).structured_content
+        assert "reward_functions" not in loop["plan"]["not_found"]
+        wrong = await client.call_tool("migrate_script", {
+            "source_path": "src/pytorch_grpo_constants/grpo_loop.py",
+            "confirmed": ["learning_rate=3e-4@grpo_loop.py:13"],
+        })
+        text = "".join(getattr(block, "text", "") for block in wrong.content)
+        assert wrong.is_error and "grpo_loop.py:13 reads `GENERATIONS_PER_SAMPLE = 4`" in text
+
+
+def test_the_cli_takes_cited_settings_and_refuses_a_wrong_one(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    cli = str(Path(sys.executable).parent / "mint-migrate")
+    source, (config,) = EASYR1
+    done = subprocess.run([cli, "migrate", str(source), "--config", str(config), "--json",
+                           "--set", "global_batch_size=512@config.yaml:10"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    plan = doc["plan"] if "plan" in doc else doc
+    assert "global_batch_size" not in plan.get("not_found", plan.get("unmapped", {}))
+    bad = subprocess.run([cli, "migrate", str(source), "--config", str(config), "--json",
+                          "--set", "global_batch_size=256@config.yaml:10"], capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and "config.yaml:10 reads `rollout_batch_size: 512`" in bad.stdout + bad.stderr
