@@ -30,6 +30,7 @@ from mcp_server.report import with_section
 FIXTURES = Path(__file__).parent / "fixtures" / "parity"
 SFT_CHAT = FIXTURES / "trl_sft_chat" / "sft_chat.py"
 SFT_TEXT = FIXTURES / "trl_sft_text" / "sft_text.py"
+SFT_ASSISTANT = FIXTURES / "trl_sft_assistant_only" / "sft_assistant_only.py"
 DPO = FIXTURES / "trl_dpo" / "dpo.py"
 ALPACA = FIXTURES / "pytorch_alpaca" / "train_alpaca.py"
 GRPO = FIXTURES / "trl_grpo" / "grpo.py"
@@ -129,6 +130,52 @@ mint_run.chat_text = _chat_text_twice
     finding = errors(report)[0]
     assert finding.mint_value > finding.source_value  # more template tokens on the MinT side
     assert "Apply the chat template once" in finding.fix
+
+
+# --- TRL SFT, chat with assistant_only_loss=True (LoRA): the usual chat set-up ----------------------------------
+
+
+def test_the_tiny_models_template_is_one_trl_trains_assistant_turns_with():
+    """TRL's own checks, as SFTTrainer runs them for assistant_only_loss: generation markers (else it
+    looks for a known template to swap in and stops), prefix preservation, and the end-of-turn token
+    inside the trained span. The rendered text is the Qwen-style one mint-local always had."""
+    from transformers import AutoTokenizer
+    from trl.chat_template_utils import (
+        has_generation_markers,
+        is_chat_template_prefix_preserving,
+        is_chat_template_stop_token_trained,
+    )
+
+    from mint_local.tiny_model import ensure_tiny_model
+
+    tokenizer = AutoTokenizer.from_pretrained(str(ensure_tiny_model("tiny")))
+    assert has_generation_markers(tokenizer.chat_template)
+    assert is_chat_template_prefix_preserving(tokenizer)
+    assert is_chat_template_stop_token_trained(tokenizer)
+    messages = [{"role": "system", "content": "S"}, {"role": "user", "content": "hi"},
+                {"role": "assistant", "content": "hello there"}]  # fmt: skip
+    out = tokenizer.apply_chat_template(messages, tokenize=True, return_dict=True, return_assistant_tokens_mask=True)
+    assert tokenizer.decode(out["input_ids"]) == (
+        "<|im_start|>system\nS<|im_end|>\n<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\nhello there<|im_end|>\n"
+    )
+    trained = [t for t, m in zip(out["input_ids"], out["assistant_masks"], strict=True) if m]
+    assert tokenizer.decode(trained) == "hello there<|im_end|>\n"  # what train.py's answer tokens are
+
+
+@pytest.mark.slow
+def test_trl_sft_with_assistant_only_loss_passes_as_migrated(tmp_path):
+    # No argument but the two scripts: the bundled model's template is one TRL accepts as it is.
+    report = check_parity(SFT_ASSISTANT, train=migrated(SFT_ASSISTANT, tmp_path), keep=tmp_path / "records")
+    assert report.passed and report.verdict == "passed", report.findings
+    assert report.source_runner == "trl.SFTTrainer"
+    source = json.loads((tmp_path / "records" / "source_record.json").read_text())
+    assert source["config"]["assistant_only_loss"] is True
+    for sequence in source["sequences"]:  # TRL masked the prompt itself: only the assistant's turn trains
+        assert sequence["weights"][0] == 0 and sequence["weights"][-1] > 0
+    assert report.sequences_compared == 8 and report.tokens_equal and report.positions_equal
+    assert report.weight_constant == pytest.approx(1.0, rel=1e-5)
+    assert report.loss_relative_error < 1e-4
+    assert any("peft_config not applied" in note for note in report.notes)
 
 
 # --- TRL SFT, plain-text prompt / completion -----------------------------------------------------------------
