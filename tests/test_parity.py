@@ -34,6 +34,7 @@ SFT_ASSISTANT = FIXTURES / "trl_sft_assistant_only" / "sft_assistant_only.py"
 DPO = FIXTURES / "trl_dpo" / "dpo.py"
 ALPACA = FIXTURES / "pytorch_alpaca" / "train_alpaca.py"
 GRPO = FIXTURES / "trl_grpo" / "grpo.py"
+GRPO_OLDER = FIXTURES / "trl_grpo_older" / "grpo_older.py"
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -295,6 +296,71 @@ def test_grpo_advantages_not_scaled_by_the_group_std_is_reported(tmp_path):
     [finding] = errors(report)
     assert (finding.check, finding.cause) == ("weights", "normalisation")
     assert "scale_rewards='group'" in finding.message and finding.fix == "Set NORMALIZE_ADVANTAGES = True in train.py."
+
+
+# --- inconclusive: a side that did not run is not a difference of objective ------------------------------------
+
+
+@pytest.mark.slow
+def test_an_argument_the_installed_trl_removed_is_inconclusive_with_the_trl_that_took_it(tmp_path):
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "MIGRATION.md").write_text("# Migration\n")
+    report = check_parity(GRPO_OLDER, train=migrated(GRPO_OLDER, tmp_path / "out"), rows=4)
+    assert report.verdict == "inconclusive" and not report.passed
+    [finding] = report.findings
+    assert (finding.check, finding.cause) == ("run", "framework_version")
+    assert "GRPOConfig(max_prompt_length=...)" in finding.message and "TRL 0.27.2 or earlier" in finding.message
+    assert f"{sys.executable} -m pip install 'trl==0.27.2'" in finding.fix
+    assert "remove max_prompt_length= from GRPOConfig(...)" in finding.fix
+    assert report.sequences_compared == 0  # nothing compared, so nothing is said to differ
+    from mcp_server.parity.check import record_in_migration_md
+
+    record_in_migration_md(report, tmp_path / "out")
+    markdown = (tmp_path / "out" / "MIGRATION.md").read_text()
+    assert "`mint-migrate parity` inconclusive" in markdown and "FAILED" not in markdown
+    assert "trl==0.27.2" in markdown
+
+
+@pytest.mark.slow
+def test_a_module_the_source_imports_and_this_interpreter_lacks_is_inconclusive_with_its_install(tmp_path):
+    source = tmp_path / "loop.py"
+    source.write_text("import torch\nimport parity_test_absent_module\n", encoding="utf-8")
+    train = tmp_path / "train.py"
+    train.write_text('# "--parity-dump"\n', encoding="utf-8")  # never reached: the source runs first
+    report = check_parity(source, train=train, rows=2, fresh=True)
+    assert report.verdict == "inconclusive"
+    [finding] = report.findings
+    assert finding.cause == "framework_missing" and "imports parity_test_absent_module" in finding.message
+    assert finding.fix.endswith(f"{sys.executable} -m pip install 'parity_test_absent_module'")
+
+
+def test_the_install_hint_names_this_interpreter_and_the_ranges_pyproject_installs():
+    """Outside a checkout `mint-migrate[parity]` means nothing to pip: the hint names real packages,
+    with the ranges this project's own extras install."""
+    import tomllib
+
+    from mcp_server.parity.source_side import REQUIREMENTS, pip_install
+
+    extras = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]
+    assert REQUIREMENTS["trl"] in extras["parity"]
+    assert REQUIREMENTS["peft"] in extras["dev"]
+    assert pip_install(REQUIREMENTS["trl"]) == f"{sys.executable} -m pip install 'trl>=1.16,<2'"
+
+
+def test_a_rejected_argument_is_read_and_the_scripts_own_pin_wins(tmp_path):
+    from mcp_server.parity.trl_versions import rejected_argument, written_for
+
+    message = "GRPOConfig.__init__() got an unexpected keyword argument 'max_prompt_length'"
+    assert rejected_argument(message) == ("GRPOConfig", "max_prompt_length")
+    assert rejected_argument("CUDA out of memory") is None
+    script = tmp_path / "grpo.py"
+    script.write_text("")
+    assert written_for(script, "GRPOConfig", "max_prompt_length")[0] == "0.27.2"
+    assert written_for(script, "GRPOConfig", "no_such_argument") == (None, "")
+    (tmp_path / "requirements.txt").write_text("torch\ntrl==0.24.0\n")
+    assert written_for(script, "GRPOConfig", "max_prompt_length") == ("0.24.0", "the version the script's requirements pin")
 
 
 # --- a hand-written PyTorch loop (Stanford Alpaca style) -----------------------------------------------------

@@ -22,7 +22,7 @@ from mcp_server.errors import MintMigrateError
 from mcp_server.parity.compare import LOSS_TOLERANCE, Vocab, compare, text_leaves
 from mcp_server.parity.mint_side import MintSideError, is_rl_script, run_mint_side
 from mcp_server.parity.records import ParityFinding, ParityReport, SideRecord
-from mcp_server.parity.source_side import SourceSideError, run_source_side
+from mcp_server.parity.source_side import SourceSideError, require_frameworks, run_source_side
 from mcp_server.smoke import SmokeError, SmokeVerdict, local_server, run_smoke
 from mcp_server.workspace import also_readable, read_bytes_checked, read_text_checked
 
@@ -32,15 +32,15 @@ MAX_ROWS = 64
 
 def shared_model(model: str | None) -> Path:
     """The Hugging Face folder both sides load: `model`, or mint-local's tiny Qwen3 (built offline)."""
-    if model is None or model == "tiny":
-        from mint_local.tiny_model import ensure_tiny_model
+    from mint_local.tiny_model import VARIANTS, ensure_tiny_model
 
-        return ensure_tiny_model("tiny")
+    if model is None or model in VARIANTS:
+        return ensure_tiny_model(model or "tiny")
     path = Path(model).expanduser().resolve()
     if not (path / "config.json").is_file() or not (path / "tokenizer.json").is_file():
         raise MintMigrateError(
             f"--model {model}: not a Hugging Face model folder with config.json and tokenizer.json. "
-            "Omit --model to use mint-local's tiny Qwen3."
+            f"Omit --model to use mint-local's tiny Qwen3 (or name a variant: {', '.join(sorted(VARIANTS))})."
         )
     return path
 
@@ -113,6 +113,16 @@ class _Check:
         self.files[name] = path
         return path
 
+    def require_source_frameworks(self) -> None:
+        """Before either side runs: a framework the source needs and this interpreter lacks."""
+        try:
+            require_frameworks(self.source)
+        except SourceSideError as exc:
+            self.report.findings.append(ParityFinding(
+                check="run", cause=exc.cause, message=f"the source cannot run here: {exc}", fix=exc.fix,
+            ))  # fmt: skip
+            raise _Stopped from exc
+
     def source_side(self, rows: int, data: Path | None, completions: Path | None = None) -> SideRecord:
         o = self.options
         try:
@@ -122,8 +132,7 @@ class _Check:
             )  # fmt: skip
         except SourceSideError as exc:
             self.report.findings.append(ParityFinding(
-                check="run", cause="source_run", message=f"the source did not reach its first step: {exc}",
-                fix="Make the script run on this machine (CPU, offline), or give --data for its dataset.",
+                check="run", cause=exc.cause, message=f"the source did not reach its first step: {exc}", fix=exc.fix,
             ))  # fmt: skip
             raise _Stopped from exc
         self.report.timings["source_s"] = 0.0 if cached else record.seconds
@@ -227,6 +236,7 @@ def check_parity(
                 return read_data_rows(Path(data_file), rows) if data_file else None
 
             try:
+                check.require_source_frameworks()
                 if is_rl_script(train_path):
                     _grpo(check, rows, data_rows, progress)
                 else:
@@ -323,6 +333,11 @@ def _start_server(model_dir: Path) -> None:
 
 
 def _finish(report: ParityReport, started: float) -> ParityReport:
+    """The verdict. A side that did not run leaves nothing compared: inconclusive, never failed."""
+    if any(f.check == "run" for f in report.findings):
+        report.passed, report.verdict = False, "inconclusive"
+        report.timings["total_s"] = round(time.monotonic() - started, 2)
+        return report
     report.passed = (
         not any(f.severity == "error" for f in report.findings)
         and report.sequences_compared > 0
@@ -331,6 +346,7 @@ def _finish(report: ParityReport, started: float) -> ParityReport:
         and (report.kind == "dpo" or report.weight_constant is not None)
         and (report.loss_relative_error is not None and report.loss_relative_error < LOSS_TOLERANCE)
     )
+    report.verdict = "passed" if report.passed else "failed"
     report.timings["total_s"] = round(time.monotonic() - started, 2)
     return report
 
@@ -340,7 +356,7 @@ def _finish(report: ParityReport, started: float) -> ParityReport:
 
 def format_report(report: ParityReport) -> str:
     """The report for a person at a shell."""
-    head = "PASSED" if report.passed else "FAILED"
+    head = report.verdict.upper()
     lines = [f"parity {head}: {report.source} vs {report.train}"]
     if report.source_runner:
         lines.append(f"  source       {report.source_runner} ({report.kind}), one step on {report.rows} rows")
@@ -375,6 +391,16 @@ def format_report(report: ParityReport) -> str:
 
 def parity_markdown(report: ParityReport) -> str:
     """The body of MIGRATION.md's "Parity" section."""
+    if report.verdict == "inconclusive":
+        lines = [
+            "`mint-migrate parity` inconclusive: a side did not run, so the objectives were not compared "
+            "(nothing here says they differ).",
+            "",
+        ]
+        for f in report.findings:
+            fix = f" Fix: {f.fix}" if f.fix else ""
+            lines.append(f"- **{f.cause}**: {f.message}{fix}")
+        return "\n".join(lines) + "\n"
     verdict = "passed" if report.passed else "FAILED"
     lines = [
         f"`mint-migrate parity` {verdict}: {report.source_runner or 'the source'} and train.py, one step on "
@@ -426,9 +452,17 @@ def smoke_with_parity(
     if not verdict.passed:
         verdict.notes.append("parity not checked: the smoke run failed first")
         return verdict
-    report = check_parity(source, train=script, rows=rows, cancel=smoke_options.get("cancel"))
+    # One model everywhere: the smoke run's model is the one both parity sides load.
+    model = smoke_options.get("model")
+    report = check_parity(source, train=script, rows=rows, model=model, cancel=smoke_options.get("cancel"))
     verdict.parity = report
-    if not report.passed:
+    if report.verdict == "inconclusive":
+        why = next((f for f in report.findings if f.check == "run"), None)
+        verdict.notes.append(
+            "parity inconclusive (nothing compared, nothing found to differ): "
+            + (f"{why.message} Fix: {why.fix}" if why is not None else "see parity.findings")
+        )
+    elif not report.passed:
         errors = [f for f in report.findings if f.severity == "error"]
         first = errors[0].message if errors else "see parity.findings"
         verdict.errors.append(SmokeError(

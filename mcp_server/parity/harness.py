@@ -324,9 +324,16 @@ def patch_grpo(watch: Watch) -> None:
         return
     from trl import GRPOTrainer
 
+    hooked = getattr(GRPOTrainer, "_generate_single_turn", None)
+    fits = hooked is not None and "prompt_ids" in inspect.signature(hooked).parameters
     original_loss = GRPOTrainer._compute_loss
 
     def generate(self, prompt_ids, *args, **kwargs):
+        if not fits:  # another TRL: say so, rather than feed its trainer what it does not expect
+            raise RuntimeError(
+                "parity's GRPO hooks follow TRL 1.16's GRPOTrainer (_generate_single_turn(prompt_ids, ...)); TRL "
+                f"{sys.modules['trl'].__version__} has another one, so its step cannot take train.py's completions"
+            )
         if watch.completions is None:
             raise RuntimeError("GRPO parity needs train.py's sampled completions (--completions)")
         return [fixed_completion(watch, list(ids), self.processing_class) for ids in prompt_ids], None

@@ -12,6 +12,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 Kind = Literal["sft", "dpo", "grpo"]
+# passed: the objectives match. failed: they differ (each finding says what and where).
+# inconclusive: a side did not run, so nothing was compared (the finding says why and the fix).
+Verdict = Literal["passed", "failed", "inconclusive"]
 Role = Literal["sequence", "chosen", "rejected", "completion"]
 
 
@@ -58,6 +61,8 @@ Cause = Literal[
     "setting",
     "data",
     "source_run",
+    "framework_version",
+    "framework_missing",
     "mint_run",
     "unknown",
 ]
@@ -84,6 +89,11 @@ class ParityReport(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     passed: bool
+    verdict: Verdict = Field(
+        default="failed",
+        description="passed; failed (the objectives differ: see findings); inconclusive (a side did not run: "
+        "the finding says why and what to do; nothing was compared).",
+    )
     source: str
     train: str
     model: str = Field(description="The Hugging Face model folder both sides loaded.")
