@@ -20,6 +20,8 @@ from pydantic import Field
 
 from mcp_server.errors import MintMigrateError
 from mcp_server.parity.compare import LOSS_TOLERANCE, Vocab, compare, text_leaves
+from mcp_server.parity.launcher_side import FRAMEWORKS as LAUNCHER_FRAMEWORKS
+from mcp_server.parity.launcher_side import framework_python, run_rl_source
 from mcp_server.parity.mint_side import MintSideError, is_rl_script, run_mint_side
 from mcp_server.parity.records import ParityFinding, ParityReport, SideRecord
 from mcp_server.parity.source_side import SourceSideError, require_frameworks, run_source_side
@@ -72,11 +74,15 @@ def read_data_rows(path: Path, n: int) -> list[dict]:
     return rows
 
 
-def _plan_data_file(source: Path, configs: list[Path]) -> Path | None:
-    """The local data file the migration plan found in the source, if any."""
+def _source_plan(source: Path, configs: list[Path]):
+    """The migration plan of the source: its framework picks the source side, its data the rows."""
     from mcp_server.migrate import migrate
 
-    plan = migrate(source, configs, output_dir=None, workspace=source.parent, overwrite=False).plan
+    return migrate(source, configs, output_dir=None, workspace=source.parent, overwrite=False).plan
+
+
+def _plan_data_file(plan) -> Path | None:
+    """The local data file the migration plan found in the source, if any."""
     data = getattr(plan, "data", None)
     local = getattr(data, "local_path", None) if data is not None else None
     return Path(local) if local and Path(local).is_file() else None
@@ -123,18 +129,30 @@ class _Check:
             ))  # fmt: skip
             raise _Stopped from exc
 
+    def not_supported(self, why: str) -> None:
+        self.report.findings.append(ParityFinding(
+            check="run", cause="not_supported", message=f"the source side cannot run here: {why}",
+            fix="Nothing to fix in train.py: parity cannot compare this objective; rely on the smoke run and "
+            "MIGRATION.md's ledger.",
+        ))  # fmt: skip
+        raise _Stopped
+
+    def stopped(self, exc: SourceSideError) -> None:
+        self.report.findings.append(ParityFinding(
+            check="run", cause=exc.cause, message=f"the source did not reach its first step: {exc}", fix=exc.fix,
+        ))  # fmt: skip
+        raise _Stopped from exc
+
     def source_side(self, rows: int, data: Path | None, completions: Path | None = None) -> SideRecord:
         o = self.options
         try:
             record, cached = run_source_side(
                 self.source, self.model_dir, rows, self.workdir, data=data, script_args=o["script_args"],
                 completions=completions, timeout_s=o["timeout_s"], fresh=o["fresh"], cancel=o["cancel"],
+                extra_env=o.get("env"),
             )  # fmt: skip
         except SourceSideError as exc:
-            self.report.findings.append(ParityFinding(
-                check="run", cause=exc.cause, message=f"the source did not reach its first step: {exc}", fix=exc.fix,
-            ))  # fmt: skip
-            raise _Stopped from exc
+            self.stopped(exc)
         self.report.timings["source_s"] = 0.0 if cached else record.seconds
         if cached:
             self.report.notes.append("source side: reused the cached record of an identical run (--fresh re-runs it)")
@@ -197,7 +215,8 @@ def check_parity(
     source = Path(source).expanduser().resolve()
     if not source.is_file():
         raise MintMigrateError(f"{source} is not a file; give the source training script.")
-    if source.suffix != ".py":
+    plan = _source_plan(source, configs)
+    if source.suffix != ".py" and plan.framework not in LAUNCHER_FRAMEWORKS:
         raise MintMigrateError(f"{source.name}: parity runs a Python training script; give the .py the launcher runs.")
     if not 1 <= rows <= MAX_ROWS:
         raise MintMigrateError(f"--rows {rows}: use 1 to {MAX_ROWS} (a handful of rows shows every difference).")
@@ -232,15 +251,25 @@ def check_parity(
             check = _Check(source, train_path, model_dir, workdir, report, options)
 
             def data_rows() -> list[dict] | None:
-                data_file = data or _plan_data_file(source, configs)
+                data_file = data or _plan_data_file(plan)
                 return read_data_rows(Path(data_file), rows) if data_file else None
 
             try:
-                check.require_source_frameworks()
-                if is_rl_script(train_path):
-                    _grpo(check, rows, data_rows, progress)
+                if plan.framework in LAUNCHER_FRAMEWORKS:
+                    _launcher(check, plan, rows, data_rows, progress)
+                elif plan.framework == "tinker":
+                    _tinker(check, rows, data, mint_data, data_rows, progress)
+                elif plan.framework == "torchforge":
+                    check.not_supported(
+                        "torchforge computes its loss inside Monarch actors (its trainer service), which need GPUs and "
+                        "its process mesh; parity has no CPU entry point into that code."
+                    )
                 else:
-                    _supervised(check, rows, data, mint_data, data_rows, progress)
+                    check.require_source_frameworks()
+                    if is_rl_script(train_path):
+                        _grpo(check, rows, data_rows, progress)
+                    else:
+                        _supervised(check, rows, data, mint_data, data_rows, progress)
             except _Stopped:
                 pass
             if keep is not None:
@@ -275,11 +304,48 @@ def _supervised(
     compare(source_record, mint_record, step_rows, Vocab(check.model_dir), check.report)
 
 
+def _launcher(
+    check: _Check, plan, rows: int, data_rows: Callable[[], list[dict] | None], progress: Callable[[int, str], None]
+) -> None:
+    """verl / OpenRLHF: train.py samples, then the framework's own reward, advantage and policy-loss
+    code scores the same completions (their trainers need a cluster; their loss code does not)."""
+    framework = plan.framework
+    if plan.algorithm not in ("grpo", "ppo", "reinforce"):
+        check.not_supported(
+            f"parity compares {framework}'s RL objectives (GRPO, REINFORCE++, RLOO ...); this launcher trains "
+            f"{plan.algorithm}, whose {framework} trainer has no CPU entry point into its loss."
+        )
+    try:
+        framework_python(framework)  # before train.py samples: a missing env makes the rest pointless
+    except SourceSideError as exc:
+        check.stopped(exc)
+    reward = plan.reward
+    reward_file = reward.file if reward is not None and reward.status == "user" else None
+    reward_name = reward.functions[0].name if reward_file and reward.functions else None
+
+    def score(groups: list[dict]) -> SideRecord:
+        try:
+            return run_rl_source(
+                framework, check.source, groups, reward_file, reward_name, check.model_dir, check.workdir,
+                timeout_s=check.options["timeout_s"], cancel=check.options["cancel"],
+            )  # fmt: skip
+        except SourceSideError as exc:
+            check.stopped(exc)
+            raise  # unreachable: stopped() raises
+
+    _grpo(check, rows, data_rows, progress, score=score)
+
+
 def _grpo(
-    check: _Check, rows: int, data_rows: Callable[[], list[dict] | None], progress: Callable[[int, str], None]
+    check: _Check,
+    rows: int,
+    data_rows: Callable[[], list[dict] | None],
+    progress: Callable[[int, str], None],
+    score: Callable[[list[dict]], SideRecord] | None = None,
 ) -> None:
     """GRPO: train.py first (its sampler draws the completions), then the source's trainer scores
-    the very same completions with its own reward functions, advantages and loss."""
+    the very same completions with its own reward functions, advantages and loss (`score`, for a
+    framework whose trainer does not run here: its own loss code on the groups)."""
     raw = data_rows()
     if raw is None:
         raise MintMigrateError(
@@ -301,7 +367,13 @@ def _grpo(
     completions.write_text(json.dumps(groups), encoding="utf-8")
     check.files["completions.json"] = completions
     progress(1, f"running {check.source.name} on the same {sum(len(g['completions']) for g in groups)} completions")
-    source_record = check.source_side(len(kept), check.write_rows("kept_rows.jsonl", kept), completions)
+    if score is not None:
+        source_record = score(groups)
+        check.report.timings["source_s"] = source_record.seconds
+        check.report.notes += [f"source: {note}" for note in source_record.notes]
+        check.records["source"] = source_record
+    else:
+        source_record = check.source_side(len(kept), check.write_rows("kept_rows.jsonl", kept), completions)
     progress(2, "comparing")
     compare(source_record, mint_record, kept, Vocab(check.model_dir), check.report)
 
@@ -472,3 +544,23 @@ def smoke_with_parity(
         ))  # fmt: skip
         verdict.passed = False
     return verdict
+
+
+def _tinker(
+    check: _Check,
+    rows: int,
+    data: Path | None,
+    mint_data: Path | None,
+    data_rows: Callable[[], list[dict] | None],
+    progress: Callable[[int, str], None],
+) -> None:
+    """A Tinker-SDK script is its own source side: it runs, unchanged, against the same mint-local
+    train.py uses (the SDKs speak one API), and its first forward_backward's datums are its step."""
+    from mcp_server.smoke import LOCAL_API_KEY
+
+    check.require_source_frameworks()
+    server = local_server(str(check.model_dir), "cpu")
+    # tinker 0.22 checks the key's prefix client-side; mint-local takes any key.
+    check.options["env"] = {"TINKER_BASE_URL": server.base_url, "TINKER_API_KEY": "tml-mint-local-parity",
+                            "MINT_BASE_URL": server.base_url, "MINT_API_KEY": LOCAL_API_KEY, "TINKER_TELEMETRY": "0"}  # fmt: skip
+    _supervised(check, rows, data, mint_data, data_rows, progress)

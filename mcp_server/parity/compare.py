@@ -310,11 +310,12 @@ def _per_sequence_finding(
         fix = 'Set LOSS_NORMALIZATION = "sequence_mean" in train.py.'
     elif per_group:
         scaled = config.get("scale_rewards") not in (None, "none", False)
+        # The setting in the source's own words (verl, OpenRLHF), else TRL's.
+        named = config.get("scale_setting") or f"scale_rewards={config.get('scale_rewards')!r}"
         message = ("the advantages differ by one factor per group: "
-                   + ("the source divides each group's advantages by its reward std (scale_rewards="
-                      f"{config.get('scale_rewards')!r}) and train.py does not." if scaled else
-                      "train.py divides each group's advantages by its reward std and the source does not "
-                      f"(scale_rewards={config.get('scale_rewards')!r})."))
+                   + (f"the source divides each group's advantages by its reward std ({named}) and train.py does "
+                      "not." if scaled else
+                      f"train.py divides each group's advantages by its reward std and the source does not ({named})."))
         fix = f"Set NORMALIZE_ADVANTAGES = {scaled} in train.py."
     else:
         message = "train.py and the source weight whole sequences differently (one factor per sequence)."

@@ -63,6 +63,7 @@ Cause = Literal[
     "source_run",
     "framework_version",
     "framework_missing",
+    "not_supported",
     "mint_run",
     "unknown",
 ]

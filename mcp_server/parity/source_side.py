@@ -46,8 +46,10 @@ REQUIREMENTS = {
     "transformers": "transformers>=4.56.2",
     "trl": "trl>=1.16,<2",
     "peft": "peft>=0.14",
+    "tinker": "tinker==0.22.0",  # what mindlab-toolkit 0.2.0 (the sdk extra) pins
 }
 _PEFT_IMPORT = re.compile(r"^\s*(from|import)\s+peft\b", re.M)
+_TINKER_IMPORT = re.compile(r"^\s*(from|import)\s+tinker\b", re.M)
 
 
 def pip_install(*requirements: str) -> str:
@@ -79,6 +81,8 @@ def missing_frameworks(script: Path) -> list[str]:
         needed.append("trl")
     if _imports(script, _PEFT_IMPORT):
         needed.append("peft")
+    if _imports(script, _TINKER_IMPORT):
+        needed.append("tinker")
     return [name for name in needed if importlib.util.find_spec(name) is None]
 
 
@@ -178,6 +182,7 @@ def run_source_side(
     timeout_s: float = 600,
     fresh: bool = False,
     cancel: threading.Event | None = None,
+    extra_env: dict[str, str] | None = None,
 ) -> tuple[SideRecord, bool]:
     """(the source's first-step record, whether it came from the cache). completions: GRPO's
     sampled answers to score (JSON from parity.check). `cancel`, when set, stops the run and
@@ -210,6 +215,7 @@ def run_source_side(
         TRANSFORMERS_VERBOSITY="error",
         PYTHONWARNINGS="ignore",
     )
+    env.update(extra_env or {})
     # The harness must import this package even when the caller runs from elsewhere.
     package_root = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
