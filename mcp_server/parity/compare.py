@@ -317,6 +317,17 @@ def _per_sequence_finding(
                       "not." if scaled else
                       f"train.py divides each group's advantages by its reward std and the source does not ({named})."))
         fix = f"Set NORMALIZE_ADVANTAGES = {scaled} in train.py."
+    elif kind == "grpo":
+        # Within a group the advantages are no longer proportional: a reward moved, not a scale.
+        message = ("the advantages of some completions are not proportional across the two sides, even within one "
+                   "group: their rewards differ. The reward function sees other text on one side (special tokens, "
+                   "the stop token, the prompt), or scores with other arguments.")
+        fix = ("Call the reward in train.py with the text the source's framework passes it (for OpenRLHF: prompt and "
+               "response decoded with their special tokens; for verl: the response without them).")
+        i = next(iter(factors))
+        src, mint = pairs[i]
+        return ParityFinding(check="advantages", cause="reward", row=src.row, role=src.role,
+                             source_value=src.advantage, mint_value=mint.advantage, message=message, fix=fix)
     else:
         message = "train.py and the source weight whole sequences differently (one factor per sequence)."
         fix = "Normalise the loss per sequence the way the source does."

@@ -60,6 +60,7 @@ Cause = Literal[
     "loss_type",
     "setting",
     "data",
+    "reward",
     "source_run",
     "framework_version",
     "framework_missing",

@@ -240,14 +240,16 @@ def openrlhf_step(job: dict) -> dict:
     if reward is None:
         raise Unsupported("no reward function: OpenRLHF scores with --remote_rm_url FILE.py (its reward_func) or a "
                           "reward model, and neither was found in the launcher.")
-    # OpenRLHF's reward_func(queries, prompts, labels): the query is the prompt text followed by the response.
-    prompt_texts = [tokenizer.decode(p, skip_special_tokens=True) for p in prompts]
-    queries = [tokenizer.decode(p + c, skip_special_tokens=True) for p, c in zip(prompts, completions, strict=True)]
-    key = str(_value(s.get("--label_key", s.get("label_key", "answer")), "answer"))
-    labels = [groups[g]["row"].get(key) for g in index]
-    out = _call(reward, queries=queries, prompts=prompt_texts, labels=labels)
-    out = out.get("rewards", out.get("scores")) if isinstance(out, dict) else out
-    scores = [float(x) for x in torch.as_tensor(out, dtype=torch.float32).flatten()]
+    # As OpenRLHF 0.11's SingleTurnAgentExecutor calls it: one sample at a time, the query being the
+    # prompt and response tokens decoded with their special tokens, the prompt its templated text.
+    key = str(_value(s.get("label_key", "answer"), "answer"))
+    scores = []
+    for p, c, g in zip(prompts, completions, index, strict=True):
+        query = tokenizer.decode(list(p) + list(c), skip_special_tokens=False)
+        out = _call(reward, queries=[query], prompts=[tokenizer.decode(p, skip_special_tokens=False)],
+                    labels=[groups[g]["row"].get(key)])  # fmt: skip
+        out = out.get("rewards", out.get("scores")) if isinstance(out, dict) else out
+        scores.append(float(torch.as_tensor(out, dtype=torch.float32).flatten()[0]))
     rewards = torch.tensor(scores, dtype=torch.float32)
     advantages = _openrlhf_advantages(rewards, len(groups[0]["completions"]), estimator, mask,
                                       bool(setting(s, _OPENRLHF, "no_std_norm")))  # fmt: skip
