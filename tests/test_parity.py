@@ -35,6 +35,9 @@ DPO = FIXTURES / "trl_dpo" / "dpo.py"
 ALPACA = FIXTURES / "pytorch_alpaca" / "train_alpaca.py"
 GRPO = FIXTURES / "trl_grpo" / "grpo.py"
 GRPO_OLDER = FIXTURES / "trl_grpo_older" / "grpo_older.py"
+VERL_GRPO = FIXTURES / "verl_grpo" / "run_grpo.sh"
+OPENRLHF_GRPO = FIXTURES / "openrlhf_grpo" / "train_grpo_ray.sh"
+TINKER_SFT = FIXTURES / "tinker_sft" / "sft_tinker.py"
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -361,6 +364,91 @@ def test_a_rejected_argument_is_read_and_the_scripts_own_pin_wins(tmp_path):
     assert written_for(script, "GRPOConfig", "no_such_argument") == (None, "")
     (tmp_path / "requirements.txt").write_text("torch\ntrl==0.24.0\n")
     assert written_for(script, "GRPOConfig", "max_prompt_length") == ("0.24.0", "the version the script's requirements pin")
+
+
+# --- beyond TRL: verl and OpenRLHF launchers, Tinker-SDK scripts ----------------------------------------------
+
+
+def _framework_env_or_reason(framework: str):
+    """The framework's env, or the inconclusive finding parity must give without it. The env is built
+    once where PyPI is reachable (tests never reach it): `python -m mcp_server.parity.framework_envs
+    build verl|openrlhf`; without it these tests check the inconclusive verdict instead."""
+    from mcp_server.parity.framework_envs import ready_python
+
+    return ready_python(framework)
+
+
+def _assert_inconclusive_for_missing(report, framework: str) -> None:
+    assert report.verdict == "inconclusive"
+    [finding] = report.findings
+    assert finding.cause == "framework_missing" and f"{framework} is not installed for parity" in finding.message
+    assert f"{sys.executable} -m mcp_server.parity.framework_envs build {framework}" in finding.fix
+
+
+@pytest.mark.slow
+def test_verl_grpo_launcher_is_scored_by_verls_own_advantage_and_policy_loss(tmp_path):
+    report = check_parity(VERL_GRPO, train=migrated(VERL_GRPO, tmp_path), rows=4, keep=tmp_path / "records")
+    if _framework_env_or_reason("verl") is None:
+        return _assert_inconclusive_for_missing(report, "verl")
+    assert report.passed and report.verdict == "passed", report.findings
+    assert report.source_runner == "verl core_algos (grpo advantages, vanilla policy loss, token-mean)"
+    assert report.sequences_compared == 16 and report.tokens_equal and report.positions_equal
+    # verl divides by torch.std (n - 1), the scaffold by the population std: one constant.
+    assert report.weight_constant == pytest.approx(math.sqrt(4 / 3), rel=1e-3)
+    source = json.loads((tmp_path / "records" / "source_record.json").read_text())
+    assert len(source["config"]["rewards"]) == 16  # length_reward.compute_score, verl's custom_reward_function
+    assert any("algorithm.norm_adv_by_std_in_grpo" in note for note in report.notes)
+
+
+@pytest.mark.slow
+def test_verl_grpo_advantages_not_scaled_by_the_group_std_is_reported_in_verls_words(tmp_path):
+    if _framework_env_or_reason("verl") is None:
+        pytest.skip("needs the verl env (see _framework_env_or_reason); the inconclusive path is tested above")
+    train = set_constant(migrated(VERL_GRPO, tmp_path), "NORMALIZE_ADVANTAGES", "False")
+    report = check_parity(VERL_GRPO, train=train, rows=4)
+    assert report.verdict == "failed" and report.tokens_equal and report.positions_equal
+    [finding] = errors(report)
+    assert (finding.check, finding.cause) == ("weights", "normalisation")
+    assert "algorithm.norm_adv_by_std_in_grpo=True" in finding.message
+    assert finding.fix == "Set NORMALIZE_ADVANTAGES = True in train.py."
+
+
+@pytest.mark.slow
+def test_openrlhf_grpo_launcher_is_scored_by_openrlhfs_policy_loss(tmp_path):
+    report = check_parity(OPENRLHF_GRPO, train=migrated(OPENRLHF_GRPO, tmp_path), keep=tmp_path / "records")
+    if _framework_env_or_reason("openrlhf") is None:
+        return _assert_inconclusive_for_missing(report, "openrlhf")
+    assert report.passed and report.verdict == "passed", report.findings
+    assert report.source_runner == "openrlhf PolicyLoss (group_norm advantages)"
+    # Groups whose rewards all tie train nothing on either side: at least one group of 4 is compared.
+    assert report.sequences_compared >= 4 and report.sequences_compared % 4 == 0
+    assert report.weight_constant == pytest.approx(math.sqrt(4 / 3), rel=1e-3)
+    assert any("PPOExperienceMaker.compute_advantages_and_returns" in note for note in report.notes)
+
+
+@pytest.mark.slow
+def test_a_framework_env_that_was_never_built_makes_the_check_inconclusive_before_anything_runs(tmp_path, monkeypatch):
+    monkeypatch.setenv("MINT_MIGRATE_ENVS", str(tmp_path / "no-envs"))
+    train = tmp_path / "train.py"
+    train.write_text('# "--parity-dump" "--groups-per-batch"\n', encoding="utf-8")  # never run: the env is checked first
+    report = check_parity(VERL_GRPO, train=train, rows=2)
+    _assert_inconclusive_for_missing(report, "verl")
+    assert "mint_s" not in report.timings
+
+
+@pytest.mark.slow
+def test_tinker_script_runs_itself_against_mint_local_and_its_summed_loss_is_matched(tmp_path):
+    # The Tinker script sends its own datums; cross_entropy sums them. The migration averages over
+    # the step's tokens (a real difference, with its fix); with the fix, the objectives match.
+    train = migrated(TINKER_SFT, tmp_path)
+    report = check_parity(TINKER_SFT, train=train, rows=4)
+    assert report.verdict == "failed" and report.tokens_equal and report.positions_equal
+    assert report.source_runner == "tinker TrainingClient.forward_backward (the script's own datums)"
+    [finding] = errors(report)
+    assert finding.cause == "normalisation" and finding.fix == 'Set LOSS_NORMALIZATION = "sum" in train.py.'
+    report = check_parity(TINKER_SFT, train=set_constant(train, "LOSS_NORMALIZATION", '"sum"'), rows=4)
+    assert report.passed and report.verdict == "passed", report.findings
+    assert report.weight_constant == pytest.approx(1.0, rel=1e-5) and report.loss_relative_error < 1e-4
 
 
 # --- a hand-written PyTorch loop (Stanford Alpaca style) -----------------------------------------------------
