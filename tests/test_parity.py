@@ -437,6 +437,23 @@ def test_a_framework_env_that_was_never_built_makes_the_check_inconclusive_befor
 
 
 @pytest.mark.slow
+def test_a_verl_ppo_launcher_with_a_critic_is_inconclusive_not_failed(tmp_path):
+    """GAE advantages come from verl's critic, which train.py does not have: nothing to compare on one
+    batch, so parity says so before sampling anything."""
+    shutil.copytree(VERL_GRPO.parent, tmp_path / "src")
+    launcher = tmp_path / "src" / "run_ppo.sh"
+    launcher.write_text(VERL_GRPO.read_text().replace("algorithm.adv_estimator=grpo", "algorithm.adv_estimator=gae")
+                        .replace("algorithm.norm_adv_by_std_in_grpo=True", "critic.optim.lr=1e-5"))  # fmt: skip
+    train = tmp_path / "train.py"
+    train.write_text('# "--parity-dump" "--groups-per-batch"\n', encoding="utf-8")
+    report = check_parity(launcher, train=train, rows=2)
+    assert report.verdict == "inconclusive"
+    [finding] = report.findings
+    assert finding.cause == "not_supported" and "algorithm.adv_estimator=gae" in finding.message
+    assert "critic" in finding.message and "mint_s" not in report.timings
+
+
+@pytest.mark.slow
 def test_tinker_script_runs_itself_against_mint_local_and_its_summed_loss_is_matched(tmp_path):
     # The Tinker script sends its own datums; cross_entropy sums them. The migration averages over
     # the step's tokens (a real difference, with its fix); with the fix, the objectives match.

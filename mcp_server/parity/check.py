@@ -21,7 +21,7 @@ from pydantic import Field
 from mcp_server.errors import MintMigrateError
 from mcp_server.parity.compare import LOSS_TOLERANCE, Vocab, compare, text_leaves
 from mcp_server.parity.launcher_side import FRAMEWORKS as LAUNCHER_FRAMEWORKS
-from mcp_server.parity.launcher_side import framework_python, run_rl_source
+from mcp_server.parity.launcher_side import critic_estimator, framework_python, run_rl_source
 from mcp_server.parity.mint_side import MintSideError, is_rl_script, run_mint_side
 from mcp_server.parity.records import ParityFinding, ParityReport, SideRecord
 from mcp_server.parity.source_side import SourceSideError, require_frameworks, run_source_side
@@ -315,6 +315,13 @@ def _launcher(
             f"parity compares {framework}'s RL objectives (GRPO, REINFORCE++, RLOO ...); this launcher trains "
             f"{plan.algorithm}, whose {framework} trainer has no CPU entry point into its loss."
         )
+    critic = critic_estimator(check.source, framework, plan.algorithm)
+    if critic:
+        check.not_supported(
+            f"{critic}: {framework}'s PPO advantages come from its critic's value estimates (GAE); train.py has no "
+            "critic, so there is no shared batch both sides can score. Critic-free estimators (GRPO, REINFORCE++, "
+            "RLOO ...) are compared."
+        )
     try:
         framework_python(framework)  # before train.py samples: a missing env makes the rest pointless
     except SourceSideError as exc:
@@ -326,7 +333,7 @@ def _launcher(
     def score(groups: list[dict]) -> SideRecord:
         try:
             return run_rl_source(
-                framework, check.source, groups, reward_file, reward_name, check.model_dir, check.workdir,
+                framework, plan.algorithm, check.source, groups, reward_file, reward_name, check.model_dir, check.workdir,
                 timeout_s=check.options["timeout_s"], cancel=check.options["cancel"],
             )  # fmt: skip
         except SourceSideError as exc:

@@ -49,6 +49,33 @@ def launcher_settings(source: Path, framework: str) -> dict[str, Any]:
     return settings
 
 
+_ESTIMATOR = {"verl": "adv_estimator", "openrlhf": "advantage_estimator"}
+# A launcher whose command line does not name the estimator (a YAML states it): the one the
+# migration read for GRPO, which is each framework's group-normalised estimator.
+_GRPO_ESTIMATOR = {"verl": "grpo", "openrlhf": "group_norm"}
+
+
+def objective_settings(source: Path, framework: str, algorithm: str) -> tuple[dict[str, Any], list[str]]:
+    """The launcher's settings, and notes on what was taken from elsewhere."""
+    from mcp_server.parity.rl_source import OBJECTIVE_SETTINGS
+
+    settings = launcher_settings(source, framework)
+    key = OBJECTIVE_SETTINGS[framework][_ESTIMATOR[framework]][0]
+    if key not in settings and algorithm == "grpo":
+        settings[key] = _GRPO_ESTIMATOR[framework]
+        return settings, [f"{key}={settings[key]}: not on {source.name}'s command line; the migration read GRPO"]
+    return settings, []
+
+
+def critic_estimator(source: Path, framework: str, algorithm: str) -> str | None:
+    """The launcher's advantage setting when it needs a critic (GAE: the framework's default), else None."""
+    from mcp_server.parity.rl_source import OBJECTIVE_SETTINGS, setting
+
+    name = _ESTIMATOR[framework]
+    value = setting(objective_settings(source, framework, algorithm)[0], OBJECTIVE_SETTINGS[framework], name)
+    return f"{OBJECTIVE_SETTINGS[framework][name][0]}={value}" if value == "gae" else None
+
+
 def framework_python(framework: str) -> Path:
     """The interpreter that imports the framework's loss code: its built env, or the server's own
     when the framework is installed there; else the check cannot run (SourceSideError with the fix)."""
@@ -68,6 +95,7 @@ def framework_python(framework: str) -> Path:
 
 def run_rl_source(
     framework: str,
+    algorithm: str,
     source: Path,
     groups: list[dict],
     reward_file: str | None,
@@ -80,7 +108,7 @@ def run_rl_source(
 ) -> SideRecord:
     """The framework's reward, advantages and policy loss on train.py's groups, as a SideRecord."""
     python = framework_python(framework)
-    settings = launcher_settings(source, framework)
+    settings, taken = objective_settings(source, framework, algorithm)
     job = workdir / "rl_source_job.json"
     out = workdir / "rl_source_record.json"
     job.write_text(json.dumps({
@@ -111,7 +139,7 @@ def run_rl_source(
 
     shaping = sorted(key for key, _ in OBJECTIVE_SETTINGS[framework].values() if key in settings)
     notes = [f"{framework} settings that shape the objective, read from {source.name}: {', '.join(shaping) or 'none'} "
-             f"(the others at {framework}'s defaults)"]  # fmt: skip
+             f"(the others at {framework}'s defaults)", *taken]  # fmt: skip
     if framework == "openrlhf":
         notes.append(
             "OpenRLHF's PolicyLoss is its own code; its advantage estimators live in a Ray actor's method "
