@@ -414,6 +414,23 @@ def test_verl_grpo_advantages_not_scaled_by_the_group_std_is_reported_in_verls_w
 
 
 @pytest.mark.slow
+def test_verl_reinforce_plus_plus_is_scored_by_verls_estimator_and_a_grpo_port_is_told_apart(tmp_path):
+    """verl's REINFORCE++ whitens returns over the whole batch; the scaffold's GRPO baseline centres each
+    group. Same completions, same rewards, other advantages: the finding names the estimator."""
+    if _framework_env_or_reason("verl") is None:
+        pytest.skip("needs the verl env (see _framework_env_or_reason); the inconclusive path is tested above")
+    shutil.copytree(VERL_GRPO.parent, tmp_path / "src")
+    launcher = tmp_path / "src" / "run_reinforce_pp.sh"
+    launcher.write_text(VERL_GRPO.read_text().replace("adv_estimator=grpo", "adv_estimator=reinforce_plus_plus"))
+    report = check_parity(launcher, train=migrated(launcher, tmp_path / "out"), rows=4)
+    assert report.source_runner.startswith("verl core_algos (reinforce_plus_plus advantages")
+    assert report.verdict == "failed" and report.tokens_equal
+    [finding] = errors(report)
+    assert (finding.check, finding.cause) == ("advantages", "setting")
+    assert "reinforce_plus_plus does not" in finding.message and "GRPO's baseline" in finding.message
+
+
+@pytest.mark.slow
 def test_openrlhf_grpo_launcher_is_scored_by_openrlhfs_policy_loss(tmp_path):
     report = check_parity(OPENRLHF_GRPO, train=migrated(OPENRLHF_GRPO, tmp_path), keep=tmp_path / "records")
     if _framework_env_or_reason("openrlhf") is None:

@@ -245,6 +245,8 @@ def weight_constant(
     c = statistics.median(every)
     if all(_close(r, c, tolerance) for r in every):
         return c, []
+    if kind == "grpo" and (baseline := _group_baseline_finding(pairs, config or {})) is not None:
+        return None, [baseline]  # another baseline flips signs too: say the cause, not the symptom
     if kind == "grpo" and (flipped := _advantage_signs(pairs)):
         return None, flipped
     # Constant within each sequence but not across them: a per-sequence factor on one side.
@@ -337,6 +339,31 @@ def _per_sequence_finding(
         check="weights", cause="normalisation", row=src.row, role=src.role,
         source_value=next(w for w in src.weights if w), mint_value=next(w for w in mint.weights if w),
         message=message, fix=fix,
+    )  # fmt: skip
+
+
+def _group_baseline_finding(pairs: list[tuple[SequenceRecord, SequenceRecord]], config: dict) -> ParityFinding | None:
+    """train.py centres each group's advantages (GRPO's baseline) where the source does not: an
+    estimator with a batch-wide baseline (REINFORCE++ whitens returns over the batch's tokens)."""
+    def centred(side: int) -> bool:
+        groups: dict[int | None, list[float]] = defaultdict(list)
+        for pair in pairs:
+            groups[pair[0].row].append(pair[side].advantage or 0.0)
+        size = max((abs(a) for values in groups.values() for a in values), default=0.0) or 1.0
+        return all(abs(sum(values)) <= 1e-4 * size * len(values) for values in groups.values())
+
+    if not pairs or centred(0) or not centred(1):
+        return None
+    estimator = config.get("adv_estimator") or config.get("advantage_estimator") or "its estimator"
+    src, mint = pairs[0]
+    return ParityFinding(
+        check="advantages", cause="setting", row=src.row, role=src.role, source_value=src.advantage,
+        mint_value=mint.advantage,
+        message=f"train.py centres each group's advantages on the group's mean reward (GRPO's baseline); the source's "
+        f"{estimator} does not (its baseline and scale are taken over the whole batch), so the same rewards give other "
+        "advantages.",
+        fix=f"Port the source's advantage estimator ({estimator}) into train.py where it computes the group "
+        "advantages; the scaffold's GRPO baseline is not the same objective.",
     )  # fmt: skip
 
 
