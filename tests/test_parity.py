@@ -573,6 +573,71 @@ async def test_mcp_check_parity_and_smoke_run_with_parity(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.anyio
+async def test_mcp_check_parity_with_default_arguments_gives_each_verdict_honestly(tmp_path):
+    """As an agent calls it, naming only the two scripts: the usual chat SFT passes, a script for an
+    older TRL is inconclusive with the command that fixes it, a broken migration fails with its cause."""
+    from mcp import Client
+
+    from mcp_server.server import create_server
+
+    for fixture in (SFT_ASSISTANT, GRPO_OLDER, SFT_TEXT):
+        shutil.copytree(fixture.parent, tmp_path / "src" / fixture.parent.name)
+        migrated(tmp_path / "src" / fixture.parent.name / fixture.name, tmp_path / fixture.parent.name)
+    set_constant(tmp_path / SFT_TEXT.parent.name / "train.py", "LOSS_NORMALIZATION", '"sum"')  # the bug
+    async with Client(create_server(tmp_path), raise_exceptions=True) as client:
+
+        async def check(fixture: Path) -> dict:
+            result = await client.call_tool("check_parity", {
+                "source_path": f"src/{fixture.parent.name}/{fixture.name}",
+                "train_path": f"{fixture.parent.name}/train.py",
+            })  # fmt: skip
+            assert not result.is_error
+            return result.structured_content
+
+        report = await check(SFT_ASSISTANT)
+        assert report["verdict"] == "passed" and report["passed"], report["findings"]
+        assert report["source_runner"] == "trl.SFTTrainer" and report["weight_constant"] == pytest.approx(1.0)
+
+        report = await check(GRPO_OLDER)
+        assert report["verdict"] == "inconclusive" and not report["passed"]
+        [finding] = report["findings"]
+        assert finding["cause"] == "framework_version" and "GRPOConfig(max_prompt_length=...)" in finding["message"]
+        assert f"{sys.executable} -m pip install 'trl==0.27.2'" in finding["fix"]
+        markdown = (tmp_path / GRPO_OLDER.parent.name / "MIGRATION.md").read_text()
+        assert "`mint-migrate parity` inconclusive" in markdown and "parity` FAILED" not in markdown
+
+        report = await check(SFT_TEXT)
+        assert report["verdict"] == "failed"
+        [finding] = [f for f in report["findings"] if f["severity"] == "error"]
+        assert finding["cause"] == "normalisation" and "sums the loss" in finding["message"]
+        assert finding["fix"].startswith('Set LOSS_NORMALIZATION = "token_mean"')
+        assert "`mint-migrate parity` FAILED" in (tmp_path / SFT_TEXT.parent.name / "MIGRATION.md").read_text()
+
+
+@pytest.mark.slow
+@pytest.mark.anyio
+async def test_mcp_smoke_run_with_parity_runs_both_on_the_model_it_was_given(tmp_path):
+    from mcp import Client
+
+    from mcp_server.server import create_server
+    from mint_local.tiny_model import ensure_tiny_model
+
+    model = tmp_path / "models" / "my-model"
+    shutil.copytree(ensure_tiny_model("tiny"), model)
+    shutil.copytree(SFT_TEXT.parent, tmp_path / "src")
+    migrated(tmp_path / "src" / SFT_TEXT.name, tmp_path / "out")
+    async with Client(create_server(tmp_path), raise_exceptions=True) as client:
+        result = await client.call_tool("launch_smoke_run", {
+            "script_path": "out/train.py", "steps": 1, "model": str(model), "parity_source_path": "src/sft_text.py",
+        })  # fmt: skip
+    verdict = result.structured_content
+    assert verdict["passed"], verdict["errors"]
+    assert verdict["parity"]["model"] == str(model)  # not the bundled tiny model
+    assert verdict["parity"]["verdict"] == "passed", verdict["parity"]["findings"]
+
+
+@pytest.mark.slow
 def test_a_cancelled_check_stops_the_running_side_and_everything_it_started(tmp_path):
     """An MCP client that goes away sets `cancel`: the source side (here stuck before its first
     step, with a child of its own) stops at once, and the check returns saying so."""
