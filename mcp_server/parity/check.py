@@ -1,10 +1,16 @@
 """`mint-migrate parity` / `check_parity`: does the migrated train.py optimise the source's objective?
 
-One check: the source script's first step, run by its own framework (source_side), and train.py's
-first step on mint-local (mint_side), on the same data rows and the same tiny Hugging Face model,
-compared token by token (compare). The result is a ParityReport; a difference is a finding with
-its cause and fix, never an exception. Only bad input (a missing file, an uninstalled framework,
-a Hub dataset with no local copy) raises MintMigrateError.
+One check: the source's first step, run by its own framework, and train.py's first step on
+mint-local (mint_side), on the same data rows and the same Hugging Face model, compared token by
+token (compare). The source side depends on the framework the migration plan names:
+- TRL and plain PyTorch loops: the script itself, in a child process (source_side, harness);
+- a Tinker-SDK script: the script itself, against the same mint-local (harness.patch_tinker);
+- verl and OpenRLHF launchers: their own reward, advantage and policy-loss code on the batch
+  train.py sampled, in an env of their own (launcher_side, rl_source, framework_envs).
+The result is a ParityReport with one of three verdicts: passed, failed (a difference, each a
+finding with its cause and fix) or inconclusive (a side did not run: why, and the exact fix; never
+reported as a difference). Only bad input (a missing file, a Hub dataset with no local copy)
+raises MintMigrateError.
 """
 
 import io
@@ -25,6 +31,7 @@ from mcp_server.parity.launcher_side import critic_estimator, framework_python, 
 from mcp_server.parity.mint_side import MintSideError, is_rl_script, run_mint_side
 from mcp_server.parity.records import ParityFinding, ParityReport, SideRecord
 from mcp_server.parity.source_side import SourceSideError, require_frameworks, run_source_side
+from mcp_server.plan import MigrationPlan
 from mcp_server.smoke import SmokeError, SmokeVerdict, local_server, run_smoke
 from mcp_server.workspace import also_readable, read_bytes_checked, read_text_checked
 
@@ -74,14 +81,14 @@ def read_data_rows(path: Path, n: int) -> list[dict]:
     return rows
 
 
-def _source_plan(source: Path, configs: list[Path]):
+def _source_plan(source: Path, configs: list[Path]) -> MigrationPlan:
     """The migration plan of the source: its framework picks the source side, its data the rows."""
     from mcp_server.migrate import migrate
 
     return migrate(source, configs, output_dir=None, workspace=source.parent, overwrite=False).plan
 
 
-def _plan_data_file(plan) -> Path | None:
+def _plan_data_file(plan: MigrationPlan) -> Path | None:
     """The local data file the migration plan found in the source, if any."""
     data = getattr(plan, "data", None)
     local = getattr(data, "local_path", None) if data is not None else None
@@ -124,10 +131,7 @@ class _Check:
         try:
             require_frameworks(self.source)
         except SourceSideError as exc:
-            self.report.findings.append(ParityFinding(
-                check="run", cause=exc.cause, message=f"the source cannot run here: {exc}", fix=exc.fix,
-            ))  # fmt: skip
-            raise _Stopped from exc
+            self.stopped(exc)
 
     def not_supported(self, why: str) -> None:
         self.report.findings.append(ParityFinding(
@@ -215,7 +219,12 @@ def check_parity(
     source = Path(source).expanduser().resolve()
     if not source.is_file():
         raise MintMigrateError(f"{source} is not a file; give the source training script.")
-    plan = _source_plan(source, configs)
+    try:
+        plan = _source_plan(source, configs)
+    except MintMigrateError:
+        if train is None:  # nothing to compare against without a migration
+            raise
+        plan = MigrationPlan(framework="unknown", algorithm="other")  # the script runs as it is
     if source.suffix != ".py" and plan.framework not in LAUNCHER_FRAMEWORKS:
         raise MintMigrateError(f"{source.name}: parity runs a Python training script; give the .py the launcher runs.")
     if not 1 <= rows <= MAX_ROWS:
@@ -305,7 +314,7 @@ def _supervised(
 
 
 def _launcher(
-    check: _Check, plan, rows: int, data_rows: Callable[[], list[dict] | None], progress: Callable[[int, str], None]
+    check: _Check, plan: MigrationPlan, rows: int, data_rows: Callable[[], list[dict] | None], progress: Callable[[int, str], None]
 ) -> None:
     """verl / OpenRLHF: train.py samples, then the framework's own reward, advantage and policy-loss
     code scores the same completions (their trainers need a cluster; their loss code does not)."""
@@ -341,6 +350,26 @@ def _launcher(
             raise  # unreachable: stopped() raises
 
     _grpo(check, rows, data_rows, progress, score=score)
+
+
+def _tinker(
+    check: _Check,
+    rows: int,
+    data: Path | None,
+    mint_data: Path | None,
+    data_rows: Callable[[], list[dict] | None],
+    progress: Callable[[int, str], None],
+) -> None:
+    """A Tinker-SDK script is its own source side: it runs, unchanged, against the same mint-local
+    train.py uses (the SDKs speak one API), and its first forward_backward's datums are its step."""
+    from mcp_server.smoke import LOCAL_API_KEY
+
+    check.require_source_frameworks()
+    server = local_server(str(check.model_dir), "cpu")
+    # tinker 0.22 checks the key's prefix client-side; mint-local takes any key.
+    check.options["env"] = {"TINKER_BASE_URL": server.base_url, "TINKER_API_KEY": "tml-mint-local-parity",
+                            "MINT_BASE_URL": server.base_url, "MINT_API_KEY": LOCAL_API_KEY, "TINKER_TELEMETRY": "0"}  # fmt: skip
+    _supervised(check, rows, data, mint_data, data_rows, progress)
 
 
 def _grpo(
@@ -552,22 +581,3 @@ def smoke_with_parity(
         verdict.passed = False
     return verdict
 
-
-def _tinker(
-    check: _Check,
-    rows: int,
-    data: Path | None,
-    mint_data: Path | None,
-    data_rows: Callable[[], list[dict] | None],
-    progress: Callable[[int, str], None],
-) -> None:
-    """A Tinker-SDK script is its own source side: it runs, unchanged, against the same mint-local
-    train.py uses (the SDKs speak one API), and its first forward_backward's datums are its step."""
-    from mcp_server.smoke import LOCAL_API_KEY
-
-    check.require_source_frameworks()
-    server = local_server(str(check.model_dir), "cpu")
-    # tinker 0.22 checks the key's prefix client-side; mint-local takes any key.
-    check.options["env"] = {"TINKER_BASE_URL": server.base_url, "TINKER_API_KEY": "tml-mint-local-parity",
-                            "MINT_BASE_URL": server.base_url, "MINT_API_KEY": LOCAL_API_KEY, "TINKER_TELEMETRY": "0"}  # fmt: skip
-    _supervised(check, rows, data, mint_data, data_rows, progress)
