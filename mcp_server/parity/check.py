@@ -219,14 +219,18 @@ def check_parity(
     source = Path(source).expanduser().resolve()
     if not source.is_file():
         raise MintMigrateError(f"{source} is not a file; give the source training script.")
+    not_python = (f"{source.name}: parity runs a Python training script (or a verl / OpenRLHF launcher); give the "
+                  ".py the launcher runs.")  # fmt: skip
     try:
         plan = _source_plan(source, configs)
-    except MintMigrateError:
+    except MintMigrateError as exc:
+        if source.suffix != ".py":
+            raise MintMigrateError(not_python) from exc
         if train is None:  # nothing to compare against without a migration
             raise
         plan = MigrationPlan(framework="unknown", algorithm="other")  # the script runs as it is
     if source.suffix != ".py" and plan.framework not in LAUNCHER_FRAMEWORKS:
-        raise MintMigrateError(f"{source.name}: parity runs a Python training script; give the .py the launcher runs.")
+        raise MintMigrateError(not_python)
     if not 1 <= rows <= MAX_ROWS:
         raise MintMigrateError(f"--rows {rows}: use 1 to {MAX_ROWS} (a handful of rows shows every difference).")
     for flag, path in (("--data", data), ("--mint-data", mint_data)):

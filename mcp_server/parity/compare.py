@@ -467,6 +467,12 @@ def compare(source: SideRecord, mint: SideRecord, rows: list[dict], vocab: Vocab
             same_tokens.append((src, m))
     report.sequences_same_tokens = len(same_tokens)
     report.tokens_equal = bool(pairs) and len(same_tokens) == len(pairs)
+    if source.kind == "grpo" and (baseline := _group_baseline_finding(same_tokens, source.config)) is not None:
+        # Another advantage baseline moves every advantage, zeroes some (a reward at its group's mean)
+        # and flips signs: one cause, reported once, instead of its symptoms position by position.
+        findings.append(baseline)
+        report.positions_equal = not any(explain_positions(s, m, vocab, source.kind) for s, m in same_tokens)
+        return
     position_findings = [
         f for src, m in same_tokens for f in explain_positions(src, m, vocab, source.kind, source.runner)
     ]

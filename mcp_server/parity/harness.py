@@ -15,6 +15,8 @@ leaves the objective alone:
   NEFTune noise off (random by design); the script's own batch settings are recorded;
 - a PEFT config is dropped: LoRA starts as the identity (B = 0), so step 0 is the base model's;
 - a plain loop's DataLoader gives its first N items in order as one batch;
+- a Tinker-SDK script runs against the mint-local train.py uses (the parent points TINKER_BASE_URL
+  there); its first forward_backward's datums and the loss the server returned are its step;
 - GRPO: GRPOTrainer scores the completions train.py sampled (given with --completions) instead of
   generating its own, and its advantages are kept. This is the one place TRL's internals resist:
   both hooks are private methods of TRL 1.16 (`_generate_single_turn`, `_compute_loss`), so another

@@ -280,8 +280,6 @@ def _openrlhf_advantages(rewards, n: int, estimator: str, mask, no_std_norm: boo
     without a cluster. The formulas follow that method in 0.11 (group_norm divides by the sample
     std plus 1e-9; rloo, reinforce_baseline and dr_grpo subtract a baseline); the note in the
     record says so."""
-    import torch
-
     grouped = rewards.reshape(-1, n)
     if estimator == "group_norm":
         grouped = (grouped - grouped.mean(-1, keepdim=True)) / (grouped.std(-1, keepdim=True) + 1e-9)
@@ -296,8 +294,8 @@ def _openrlhf_advantages(rewards, n: int, estimator: str, mask, no_std_norm: boo
         count = mask.sum()
         mean = (advantages * mask).sum() / count
         rstd = 1.0 if no_std_norm else (((advantages - mean).pow(2) * mask).sum() / count).clamp(min=1e-8).rsqrt()
-        advantages = (advantages - mean) * rstd
-    return advantages * mask if isinstance(advantages, torch.Tensor) else advantages
+        advantages = (advantages - mean) * rstd * mask
+    return advantages
 
 
 # --- the record -----------------------------------------------------------------------------------------
