@@ -1,16 +1,19 @@
-"""Benchmark `mint-migrate parity` on one TRL SFT script, with a smoke run as the baseline.
+"""Benchmark `mint-migrate parity`: one whole check per source framework, a smoke run as the baseline.
 
-    python bench/bench_parity.py            # ~1-3 minutes on 2 CPU cores
+    python bench/bench_parity.py            # ~5 minutes on 2 CPU cores
 
 Each figure is a fresh `mint-migrate` process, as a person at a shell runs it, so each one starts
 its own mint-local:
-  baseline   `mint-migrate smoke train.py --steps 2`: the check every migration already runs;
-  cold       `mint-migrate parity SRC --train train.py --fresh`: TRL's step in a child process,
-             train.py's step on mint-local, the comparison (the target: under a minute on 2 cores);
-  warm       the same without --fresh: the source side comes from the cache, as when an agent
+  baseline   `mint-migrate smoke train.py --steps 2` (TRL SFT's migration): the check every migration
+             already runs;
+  cold       `mint-migrate parity SRC --train train.py --fresh`, per framework: the source side (TRL in
+             a child process; verl's / OpenRLHF's loss code in their envs; a Tinker script against
+             mint-local), train.py's step on mint-local, the comparison;
+  warm       TRL SFT again without --fresh: the source side comes from the cache, as when an agent
              fixes train.py and checks again.
-Wall time and CPU time (user + sys of the whole process tree) are printed; on a shared machine
-the CPU time is the steadier figure.
+verl and OpenRLHF need their envs (`python -m mcp_server.parity.framework_envs build verl|openrlhf`);
+without one, that row is the (fast) inconclusive check. Wall time and CPU time (user + sys of the
+whole process tree) are printed; on a shared machine the CPU time is the steadier figure.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import argparse
 import json
 import os
 import platform
+import re
 import resource
 import subprocess
 import sys
@@ -27,7 +31,17 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SOURCE = ROOT / "tests" / "fixtures" / "parity" / "trl_sft_text" / "sft_text.py"
+FIXTURES = ROOT / "tests" / "fixtures" / "parity"
+SOURCE = FIXTURES / "trl_sft_text" / "sft_text.py"
+# One source per framework; the Tinker script sums its loss, so its train.py sums too (the fix parity gives).
+FRAMEWORKS = {
+    "trl sft (prompt/completion)": (SOURCE, None),
+    "trl sft (chat, assistant_only_loss)": (FIXTURES / "trl_sft_assistant_only" / "sft_assistant_only.py", None),
+    "trl grpo": (FIXTURES / "trl_grpo" / "grpo.py", None),
+    "verl grpo launcher": (FIXTURES / "verl_grpo" / "run_grpo.sh", None),
+    "openrlhf grpo launcher": (FIXTURES / "openrlhf_grpo" / "train_grpo_ray.sh", None),
+    "tinker sft script": (FIXTURES / "tinker_sft" / "sft_tinker.py", ("LOSS_NORMALIZATION", '"sum"')),
+}
 
 
 def timed(command: list[str], env: dict[str, str]) -> tuple[float, float, dict]:
@@ -65,6 +79,18 @@ def main() -> None:
     print(f"parity, source cached      wall {warm_wall:6.1f} s   cpu {warm_cpu:6.1f} s   passed={warm['passed']}")
     print(f"ratio to the smoke run: cold {cold_wall / base_wall:.2f}x wall, {cold_cpu / base_cpu:.2f}x cpu; "
           f"cached {warm_wall / base_wall:.2f}x wall, {warm_cpu / base_cpu:.2f}x cpu")
+    print("one whole check per framework (fresh process, --fresh, 4 rows / prompts):")
+    for name, (source, edit) in FRAMEWORKS.items():
+        out = work / name.replace(" ", "_").replace("(", "").replace(")", "").replace(",", "")
+        subprocess.run([cli, "migrate", str(source), "--out", str(out)], check=True, capture_output=True)
+        if edit is not None:
+            text = (out / "train.py").read_text(encoding="utf-8")
+            (out / "train.py").write_text(re.sub(rf"^{edit[0]} = .*$", f"{edit[0]} = {edit[1]}", text, flags=re.M))
+        command = [cli, "parity", str(source), "--train", str(out / "train.py"), "--rows", "4", "--no-report",
+                   "--json", "--fresh"]  # fmt: skip
+        wall, cpu, report = timed(command, env)
+        print(f"  {name:38s} wall {wall:6.1f} s   cpu {cpu:6.1f} s   {report['verdict']:12s} "
+              f"{wall / base_wall:.2f}x the smoke run's wall")
     print(f"load average after: {os.getloadavg()[0]:.1f}")
 
 

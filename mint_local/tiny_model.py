@@ -21,7 +21,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 # 2: 32,768-token context (was 2,048); weights and tokenizer are unchanged.
-BUILDER_VERSION = 2
+# 3: the chat template marks the assistant's turn for TRL's assistant_only_loss; it renders the same text.
+BUILDER_VERSION = 3
 
 # Qwen2/Qwen3 split digits one by one, which keeps answers such as "#### 42" easy to learn.
 _PRETOKENIZE_REGEX = (
@@ -33,10 +34,18 @@ SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<think>", "</t
 EOS_TOKEN = "<|im_end|>"
 PAD_TOKEN = "<|endoftext|>"
 
-# Qwen-style chat template: <|im_start|>role\ncontent<|im_end|>\n per message.
+# Qwen-style chat template: <|im_start|>role\ncontent<|im_end|>\n per message. The assistant's
+# turn after its header (end of turn included) sits in {% generation %}: TRL's assistant_only_loss
+# masks exactly that span, the span a migrated train.py trains, and it needs the markers to run at
+# all. Each message renders on its own, so a conversation's render starts with its prefix's.
 CHAT_TEMPLATE = (
     "{%- for message in messages %}"
+    "{%- if message['role'] == 'assistant' %}"
+    "{{- '<|im_start|>assistant\\n' }}"
+    "{%- generation %}{{- message['content'] + '<|im_end|>' + '\\n' }}{%- endgeneration %}"
+    "{%- else %}"
     "{{- '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n' }}"
+    "{%- endif %}"
     "{%- endfor %}"
     "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}"
 )

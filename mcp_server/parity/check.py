@@ -1,10 +1,16 @@
 """`mint-migrate parity` / `check_parity`: does the migrated train.py optimise the source's objective?
 
-One check: the source script's first step, run by its own framework (source_side), and train.py's
-first step on mint-local (mint_side), on the same data rows and the same tiny Hugging Face model,
-compared token by token (compare). The result is a ParityReport; a difference is a finding with
-its cause and fix, never an exception. Only bad input (a missing file, an uninstalled framework,
-a Hub dataset with no local copy) raises MintMigrateError.
+One check: the source's first step, run by its own framework, and train.py's first step on
+mint-local (mint_side), on the same data rows and the same Hugging Face model, compared token by
+token (compare). The source side depends on the framework the migration plan names:
+- TRL and plain PyTorch loops: the script itself, in a child process (source_side, harness);
+- a Tinker-SDK script: the script itself, against the same mint-local (harness.patch_tinker);
+- verl and OpenRLHF launchers: their own reward, advantage and policy-loss code on the batch
+  train.py sampled, in an env of their own (launcher_side, rl_source, framework_envs).
+The result is a ParityReport with one of three verdicts: passed, failed (a difference, each a
+finding with its cause and fix) or inconclusive (a side did not run: why, and the exact fix; never
+reported as a difference). Only bad input (a missing file, a Hub dataset with no local copy)
+raises MintMigrateError.
 """
 
 import io
@@ -20,9 +26,12 @@ from pydantic import Field
 
 from mcp_server.errors import MintMigrateError
 from mcp_server.parity.compare import LOSS_TOLERANCE, Vocab, compare, text_leaves
+from mcp_server.parity.launcher_side import FRAMEWORKS as LAUNCHER_FRAMEWORKS
+from mcp_server.parity.launcher_side import critic_estimator, framework_python, run_rl_source
 from mcp_server.parity.mint_side import MintSideError, is_rl_script, run_mint_side
 from mcp_server.parity.records import ParityFinding, ParityReport, SideRecord
-from mcp_server.parity.source_side import SourceSideError, run_source_side
+from mcp_server.parity.source_side import SourceSideError, require_frameworks, run_source_side
+from mcp_server.plan import MigrationPlan
 from mcp_server.smoke import SmokeError, SmokeVerdict, local_server, run_smoke
 from mcp_server.workspace import also_readable, read_bytes_checked, read_text_checked
 
@@ -32,15 +41,15 @@ MAX_ROWS = 64
 
 def shared_model(model: str | None) -> Path:
     """The Hugging Face folder both sides load: `model`, or mint-local's tiny Qwen3 (built offline)."""
-    if model is None or model == "tiny":
-        from mint_local.tiny_model import ensure_tiny_model
+    from mint_local.tiny_model import VARIANTS, ensure_tiny_model
 
-        return ensure_tiny_model("tiny")
+    if model is None or model in VARIANTS:
+        return ensure_tiny_model(model or "tiny")
     path = Path(model).expanduser().resolve()
     if not (path / "config.json").is_file() or not (path / "tokenizer.json").is_file():
         raise MintMigrateError(
             f"--model {model}: not a Hugging Face model folder with config.json and tokenizer.json. "
-            "Omit --model to use mint-local's tiny Qwen3."
+            f"Omit --model to use mint-local's tiny Qwen3 (or name a variant: {', '.join(sorted(VARIANTS))})."
         )
     return path
 
@@ -72,11 +81,15 @@ def read_data_rows(path: Path, n: int) -> list[dict]:
     return rows
 
 
-def _plan_data_file(source: Path, configs: list[Path]) -> Path | None:
-    """The local data file the migration plan found in the source, if any."""
+def _source_plan(source: Path, configs: list[Path]) -> MigrationPlan:
+    """The migration plan of the source: its framework picks the source side, its data the rows."""
     from mcp_server.migrate import migrate
 
-    plan = migrate(source, configs, output_dir=None, workspace=source.parent, overwrite=False).plan
+    return migrate(source, configs, output_dir=None, workspace=source.parent, overwrite=False).plan
+
+
+def _plan_data_file(plan: MigrationPlan) -> Path | None:
+    """The local data file the migration plan found in the source, if any."""
     data = getattr(plan, "data", None)
     local = getattr(data, "local_path", None) if data is not None else None
     return Path(local) if local and Path(local).is_file() else None
@@ -113,19 +126,37 @@ class _Check:
         self.files[name] = path
         return path
 
+    def require_source_frameworks(self) -> None:
+        """Before either side runs: a framework the source needs and this interpreter lacks."""
+        try:
+            require_frameworks(self.source)
+        except SourceSideError as exc:
+            self.stopped(exc)
+
+    def not_supported(self, why: str) -> None:
+        self.report.findings.append(ParityFinding(
+            check="run", cause="not_supported", message=f"the source side cannot run here: {why}",
+            fix="Nothing to fix in train.py: parity cannot compare this objective; rely on the smoke run and "
+            "MIGRATION.md's ledger.",
+        ))  # fmt: skip
+        raise _Stopped
+
+    def stopped(self, exc: SourceSideError) -> None:
+        self.report.findings.append(ParityFinding(
+            check="run", cause=exc.cause, message=f"the source did not reach its first step: {exc}", fix=exc.fix,
+        ))  # fmt: skip
+        raise _Stopped from exc
+
     def source_side(self, rows: int, data: Path | None, completions: Path | None = None) -> SideRecord:
         o = self.options
         try:
             record, cached = run_source_side(
                 self.source, self.model_dir, rows, self.workdir, data=data, script_args=o["script_args"],
                 completions=completions, timeout_s=o["timeout_s"], fresh=o["fresh"], cancel=o["cancel"],
+                extra_env=o.get("env"),
             )  # fmt: skip
         except SourceSideError as exc:
-            self.report.findings.append(ParityFinding(
-                check="run", cause="source_run", message=f"the source did not reach its first step: {exc}",
-                fix="Make the script run on this machine (CPU, offline), or give --data for its dataset.",
-            ))  # fmt: skip
-            raise _Stopped from exc
+            self.stopped(exc)
         self.report.timings["source_s"] = 0.0 if cached else record.seconds
         if cached:
             self.report.notes.append("source side: reused the cached record of an identical run (--fresh re-runs it)")
@@ -188,8 +219,18 @@ def check_parity(
     source = Path(source).expanduser().resolve()
     if not source.is_file():
         raise MintMigrateError(f"{source} is not a file; give the source training script.")
-    if source.suffix != ".py":
-        raise MintMigrateError(f"{source.name}: parity runs a Python training script; give the .py the launcher runs.")
+    not_python = (f"{source.name}: parity runs a Python training script (or a verl / OpenRLHF launcher); give the "
+                  ".py the launcher runs.")  # fmt: skip
+    try:
+        plan = _source_plan(source, configs)
+    except MintMigrateError as exc:
+        if source.suffix != ".py":
+            raise MintMigrateError(not_python) from exc
+        if train is None:  # nothing to compare against without a migration
+            raise
+        plan = MigrationPlan(framework="unknown", algorithm="other")  # the script runs as it is
+    if source.suffix != ".py" and plan.framework not in LAUNCHER_FRAMEWORKS:
+        raise MintMigrateError(not_python)
     if not 1 <= rows <= MAX_ROWS:
         raise MintMigrateError(f"--rows {rows}: use 1 to {MAX_ROWS} (a handful of rows shows every difference).")
     for flag, path in (("--data", data), ("--mint-data", mint_data)):
@@ -223,14 +264,25 @@ def check_parity(
             check = _Check(source, train_path, model_dir, workdir, report, options)
 
             def data_rows() -> list[dict] | None:
-                data_file = data or _plan_data_file(source, configs)
+                data_file = data or _plan_data_file(plan)
                 return read_data_rows(Path(data_file), rows) if data_file else None
 
             try:
-                if is_rl_script(train_path):
-                    _grpo(check, rows, data_rows, progress)
+                if plan.framework in LAUNCHER_FRAMEWORKS:
+                    _launcher(check, plan, rows, data_rows, progress)
+                elif plan.framework == "tinker":
+                    _tinker(check, rows, data, mint_data, data_rows, progress)
+                elif plan.framework == "torchforge":
+                    check.not_supported(
+                        "torchforge computes its loss inside Monarch actors (its trainer service), which need GPUs and "
+                        "its process mesh; parity has no CPU entry point into that code."
+                    )
                 else:
-                    _supervised(check, rows, data, mint_data, data_rows, progress)
+                    check.require_source_frameworks()
+                    if is_rl_script(train_path):
+                        _grpo(check, rows, data_rows, progress)
+                    else:
+                        _supervised(check, rows, data, mint_data, data_rows, progress)
             except _Stopped:
                 pass
             if keep is not None:
@@ -265,11 +317,75 @@ def _supervised(
     compare(source_record, mint_record, step_rows, Vocab(check.model_dir), check.report)
 
 
+def _launcher(
+    check: _Check, plan: MigrationPlan, rows: int, data_rows: Callable[[], list[dict] | None], progress: Callable[[int, str], None]
+) -> None:
+    """verl / OpenRLHF: train.py samples, then the framework's own reward, advantage and policy-loss
+    code scores the same completions (their trainers need a cluster; their loss code does not)."""
+    framework = plan.framework
+    if plan.algorithm not in ("grpo", "ppo", "reinforce"):
+        check.not_supported(
+            f"parity compares {framework}'s RL objectives (GRPO, REINFORCE++, RLOO ...); this launcher trains "
+            f"{plan.algorithm}, whose {framework} trainer has no CPU entry point into its loss."
+        )
+    critic = critic_estimator(check.source, framework, plan.algorithm)
+    if critic:
+        check.not_supported(
+            f"{critic}: {framework}'s PPO advantages come from its critic's value estimates (GAE); train.py has no "
+            "critic, so there is no shared batch both sides can score. Critic-free estimators (GRPO, REINFORCE++, "
+            "RLOO ...) are compared."
+        )
+    try:
+        framework_python(framework)  # before train.py samples: a missing env makes the rest pointless
+    except SourceSideError as exc:
+        check.stopped(exc)
+    reward = plan.reward
+    reward_file = reward.file if reward is not None and reward.status == "user" else None
+    reward_name = reward.functions[0].name if reward_file and reward.functions else None
+
+    def score(groups: list[dict]) -> SideRecord:
+        try:
+            return run_rl_source(
+                framework, plan.algorithm, check.source, groups, reward_file, reward_name, check.model_dir, check.workdir,
+                timeout_s=check.options["timeout_s"], cancel=check.options["cancel"],
+            )  # fmt: skip
+        except SourceSideError as exc:
+            check.stopped(exc)
+            raise  # unreachable: stopped() raises
+
+    _grpo(check, rows, data_rows, progress, score=score)
+
+
+def _tinker(
+    check: _Check,
+    rows: int,
+    data: Path | None,
+    mint_data: Path | None,
+    data_rows: Callable[[], list[dict] | None],
+    progress: Callable[[int, str], None],
+) -> None:
+    """A Tinker-SDK script is its own source side: it runs, unchanged, against the same mint-local
+    train.py uses (the SDKs speak one API), and its first forward_backward's datums are its step."""
+    from mcp_server.smoke import LOCAL_API_KEY
+
+    check.require_source_frameworks()
+    server = local_server(str(check.model_dir), "cpu")
+    # tinker 0.22 checks the key's prefix client-side; mint-local takes any key.
+    check.options["env"] = {"TINKER_BASE_URL": server.base_url, "TINKER_API_KEY": "tml-mint-local-parity",
+                            "MINT_BASE_URL": server.base_url, "MINT_API_KEY": LOCAL_API_KEY, "TINKER_TELEMETRY": "0"}  # fmt: skip
+    _supervised(check, rows, data, mint_data, data_rows, progress)
+
+
 def _grpo(
-    check: _Check, rows: int, data_rows: Callable[[], list[dict] | None], progress: Callable[[int, str], None]
+    check: _Check,
+    rows: int,
+    data_rows: Callable[[], list[dict] | None],
+    progress: Callable[[int, str], None],
+    score: Callable[[list[dict]], SideRecord] | None = None,
 ) -> None:
     """GRPO: train.py first (its sampler draws the completions), then the source's trainer scores
-    the very same completions with its own reward functions, advantages and loss."""
+    the very same completions with its own reward functions, advantages and loss (`score`, for a
+    framework whose trainer does not run here: its own loss code on the groups)."""
     raw = data_rows()
     if raw is None:
         raise MintMigrateError(
@@ -291,7 +407,13 @@ def _grpo(
     completions.write_text(json.dumps(groups), encoding="utf-8")
     check.files["completions.json"] = completions
     progress(1, f"running {check.source.name} on the same {sum(len(g['completions']) for g in groups)} completions")
-    source_record = check.source_side(len(kept), check.write_rows("kept_rows.jsonl", kept), completions)
+    if score is not None:
+        source_record = score(groups)
+        check.report.timings["source_s"] = source_record.seconds
+        check.report.notes += [f"source: {note}" for note in source_record.notes]
+        check.records["source"] = source_record
+    else:
+        source_record = check.source_side(len(kept), check.write_rows("kept_rows.jsonl", kept), completions)
     progress(2, "comparing")
     compare(source_record, mint_record, kept, Vocab(check.model_dir), check.report)
 
@@ -323,6 +445,11 @@ def _start_server(model_dir: Path) -> None:
 
 
 def _finish(report: ParityReport, started: float) -> ParityReport:
+    """The verdict. A side that did not run leaves nothing compared: inconclusive, never failed."""
+    if any(f.check == "run" for f in report.findings):
+        report.passed, report.verdict = False, "inconclusive"
+        report.timings["total_s"] = round(time.monotonic() - started, 2)
+        return report
     report.passed = (
         not any(f.severity == "error" for f in report.findings)
         and report.sequences_compared > 0
@@ -331,6 +458,7 @@ def _finish(report: ParityReport, started: float) -> ParityReport:
         and (report.kind == "dpo" or report.weight_constant is not None)
         and (report.loss_relative_error is not None and report.loss_relative_error < LOSS_TOLERANCE)
     )
+    report.verdict = "passed" if report.passed else "failed"
     report.timings["total_s"] = round(time.monotonic() - started, 2)
     return report
 
@@ -340,7 +468,7 @@ def _finish(report: ParityReport, started: float) -> ParityReport:
 
 def format_report(report: ParityReport) -> str:
     """The report for a person at a shell."""
-    head = "PASSED" if report.passed else "FAILED"
+    head = report.verdict.upper()
     lines = [f"parity {head}: {report.source} vs {report.train}"]
     if report.source_runner:
         lines.append(f"  source       {report.source_runner} ({report.kind}), one step on {report.rows} rows")
@@ -375,6 +503,16 @@ def format_report(report: ParityReport) -> str:
 
 def parity_markdown(report: ParityReport) -> str:
     """The body of MIGRATION.md's "Parity" section."""
+    if report.verdict == "inconclusive":
+        lines = [
+            "`mint-migrate parity` inconclusive: a side did not run, so the objectives were not compared "
+            "(nothing here says they differ).",
+            "",
+        ]
+        for f in report.findings:
+            fix = f" Fix: {f.fix}" if f.fix else ""
+            lines.append(f"- **{f.cause}**: {f.message}{fix}")
+        return "\n".join(lines) + "\n"
     verdict = "passed" if report.passed else "FAILED"
     lines = [
         f"`mint-migrate parity` {verdict}: {report.source_runner or 'the source'} and train.py, one step on "
@@ -426,9 +564,17 @@ def smoke_with_parity(
     if not verdict.passed:
         verdict.notes.append("parity not checked: the smoke run failed first")
         return verdict
-    report = check_parity(source, train=script, rows=rows, cancel=smoke_options.get("cancel"))
+    # One model everywhere: the smoke run's model is the one both parity sides load.
+    model = smoke_options.get("model")
+    report = check_parity(source, train=script, rows=rows, model=model, cancel=smoke_options.get("cancel"))
     verdict.parity = report
-    if not report.passed:
+    if report.verdict == "inconclusive":
+        why = next((f for f in report.findings if f.check == "run"), None)
+        verdict.notes.append(
+            "parity inconclusive (nothing compared, nothing found to differ): "
+            + (f"{why.message} Fix: {why.fix}" if why is not None else "see parity.findings")
+        )
+    elif not report.passed:
         errors = [f for f in report.findings if f.severity == "error"]
         first = errors[0].message if errors else "see parity.findings"
         verdict.errors.append(SmokeError(
@@ -438,3 +584,4 @@ def smoke_with_parity(
         ))  # fmt: skip
         verdict.passed = False
     return verdict
+

@@ -245,6 +245,8 @@ def weight_constant(
     c = statistics.median(every)
     if all(_close(r, c, tolerance) for r in every):
         return c, []
+    if kind == "grpo" and (baseline := _group_baseline_finding(pairs, config or {})) is not None:
+        return None, [baseline]  # another baseline flips signs too: say the cause, not the symptom
     if kind == "grpo" and (flipped := _advantage_signs(pairs)):
         return None, flipped
     # Constant within each sequence but not across them: a per-sequence factor on one side.
@@ -310,12 +312,24 @@ def _per_sequence_finding(
         fix = 'Set LOSS_NORMALIZATION = "sequence_mean" in train.py.'
     elif per_group:
         scaled = config.get("scale_rewards") not in (None, "none", False)
+        # The setting in the source's own words (verl, OpenRLHF), else TRL's.
+        named = config.get("scale_setting") or f"scale_rewards={config.get('scale_rewards')!r}"
         message = ("the advantages differ by one factor per group: "
-                   + ("the source divides each group's advantages by its reward std (scale_rewards="
-                      f"{config.get('scale_rewards')!r}) and train.py does not." if scaled else
-                      "train.py divides each group's advantages by its reward std and the source does not "
-                      f"(scale_rewards={config.get('scale_rewards')!r})."))
+                   + (f"the source divides each group's advantages by its reward std ({named}) and train.py does "
+                      "not." if scaled else
+                      f"train.py divides each group's advantages by its reward std and the source does not ({named})."))
         fix = f"Set NORMALIZE_ADVANTAGES = {scaled} in train.py."
+    elif kind == "grpo":
+        # Within a group the advantages are no longer proportional: a reward moved, not a scale.
+        message = ("the advantages of some completions are not proportional across the two sides, even within one "
+                   "group: their rewards differ. The reward function sees other text on one side (special tokens, "
+                   "the stop token, the prompt), or scores with other arguments.")
+        fix = ("Call the reward in train.py with the text the source's framework passes it (for OpenRLHF: prompt and "
+               "response decoded with their special tokens; for verl: the response without them).")
+        i = next(iter(factors))
+        src, mint = pairs[i]
+        return ParityFinding(check="advantages", cause="reward", row=src.row, role=src.role,
+                             source_value=src.advantage, mint_value=mint.advantage, message=message, fix=fix)
     else:
         message = "train.py and the source weight whole sequences differently (one factor per sequence)."
         fix = "Normalise the loss per sequence the way the source does."
@@ -325,6 +339,31 @@ def _per_sequence_finding(
         check="weights", cause="normalisation", row=src.row, role=src.role,
         source_value=next(w for w in src.weights if w), mint_value=next(w for w in mint.weights if w),
         message=message, fix=fix,
+    )  # fmt: skip
+
+
+def _group_baseline_finding(pairs: list[tuple[SequenceRecord, SequenceRecord]], config: dict) -> ParityFinding | None:
+    """train.py centres each group's advantages (GRPO's baseline) where the source does not: an
+    estimator with a batch-wide baseline (REINFORCE++ whitens returns over the batch's tokens)."""
+    def centred(side: int) -> bool:
+        groups: dict[int | None, list[float]] = defaultdict(list)
+        for pair in pairs:
+            groups[pair[0].row].append(pair[side].advantage or 0.0)
+        size = max((abs(a) for values in groups.values() for a in values), default=0.0) or 1.0
+        return all(abs(sum(values)) <= 1e-4 * size * len(values) for values in groups.values())
+
+    if not pairs or centred(0) or not centred(1):
+        return None
+    estimator = config.get("adv_estimator") or config.get("advantage_estimator") or "its estimator"
+    src, mint = pairs[0]
+    return ParityFinding(
+        check="advantages", cause="setting", row=src.row, role=src.role, source_value=src.advantage,
+        mint_value=mint.advantage,
+        message=f"train.py centres each group's advantages on the group's mean reward (GRPO's baseline); the source's "
+        f"{estimator} does not (its baseline and scale are taken over the whole batch), so the same rewards give other "
+        "advantages.",
+        fix=f"Port the source's advantage estimator ({estimator}) into train.py where it computes the group "
+        "advantages; the scaffold's GRPO baseline is not the same objective.",
     )  # fmt: skip
 
 
@@ -428,6 +467,12 @@ def compare(source: SideRecord, mint: SideRecord, rows: list[dict], vocab: Vocab
             same_tokens.append((src, m))
     report.sequences_same_tokens = len(same_tokens)
     report.tokens_equal = bool(pairs) and len(same_tokens) == len(pairs)
+    if source.kind == "grpo" and (baseline := _group_baseline_finding(same_tokens, source.config)) is not None:
+        # Another advantage baseline moves every advantage, zeroes some (a reward at its group's mean)
+        # and flips signs: one cause, reported once, instead of its symptoms position by position.
+        findings.append(baseline)
+        report.positions_equal = not any(explain_positions(s, m, vocab, source.kind) for s, m in same_tokens)
+        return
     position_findings = [
         f for src, m in same_tokens for f in explain_positions(src, m, vocab, source.kind, source.runner)
     ]

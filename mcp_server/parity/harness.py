@@ -15,6 +15,8 @@ leaves the objective alone:
   NEFTune noise off (random by design); the script's own batch settings are recorded;
 - a PEFT config is dropped: LoRA starts as the identity (B = 0), so step 0 is the base model's;
 - a plain loop's DataLoader gives its first N items in order as one batch;
+- a Tinker-SDK script runs against the mint-local train.py uses (the parent points TINKER_BASE_URL
+  there); its first forward_backward's datums and the loss the server returned are its step;
 - GRPO: GRPOTrainer scores the completions train.py sampled (given with --completions) instead of
   generating its own, and its advantages are kept. This is the one place TRL's internals resist:
   both hooks are private methods of TRL 1.16 (`_generate_single_turn`, `_compute_loss`), so another
@@ -75,6 +77,7 @@ class Watch:
         self.requested_models: set[str] = set()
         self.completions: list[dict] | None = None  # GRPO: the completions to score, from train.py's samples
         self.advantages: list[float] = []
+        self.tinker_step: dict | None = None  # a Tinker-SDK script's first forward_backward, as sent
 
     def note(self, text: str) -> None:
         if text not in self.notes:
@@ -324,9 +327,16 @@ def patch_grpo(watch: Watch) -> None:
         return
     from trl import GRPOTrainer
 
+    hooked = getattr(GRPOTrainer, "_generate_single_turn", None)
+    fits = hooked is not None and "prompt_ids" in inspect.signature(hooked).parameters
     original_loss = GRPOTrainer._compute_loss
 
     def generate(self, prompt_ids, *args, **kwargs):
+        if not fits:  # another TRL: say so, rather than feed its trainer what it does not expect
+            raise RuntimeError(
+                "parity's GRPO hooks follow TRL 1.16's GRPOTrainer (_generate_single_turn(prompt_ids, ...)); TRL "
+                f"{sys.modules['trl'].__version__} has another one, so its step cannot take train.py's completions"
+            )
         if watch.completions is None:
             raise RuntimeError("GRPO parity needs train.py's sampled completions (--completions)")
         return [fixed_completion(watch, list(ids), self.processing_class) for ids in prompt_ids], None
@@ -337,6 +347,37 @@ def patch_grpo(watch: Watch) -> None:
 
     GRPOTrainer._generate_single_turn = generate
     GRPOTrainer._compute_loss = compute_loss
+
+
+def patch_tinker(watch: Watch) -> None:
+    """A Tinker-SDK script runs itself against mint-local (the parent points TINKER_BASE_URL there):
+    its first forward_backward goes to the server as written, and the datums it sent, with the
+    loss the server returned, are its step. Nothing about the datums is reconstructed."""
+    try:
+        import tinker
+    except ImportError:
+        return
+    original, original_async = tinker.TrainingClient.forward_backward, tinker.TrainingClient.forward_backward_async
+
+    def keep(data, loss_fn, loss_fn_config, result) -> None:
+        watch.tinker_step = {
+            "loss_fn": loss_fn, "loss_fn_config": loss_fn_config,
+            "datums": [{"model_input": d.model_input.to_ints(),
+                        "loss_fn_inputs": {k: v.tolist() for k, v in d.loss_fn_inputs.items()}} for d in data],
+            "metrics": dict(result.metrics), "loss_sum": result.metrics.get("loss:sum"),
+        }  # fmt: skip
+        raise StepDone
+
+    def forward_backward(self, data, loss_fn, loss_fn_config=None, *args, **kwargs):
+        future = original(self, data, loss_fn, loss_fn_config, *args, **kwargs)
+        keep(data, loss_fn, loss_fn_config, future.result())
+
+    async def forward_backward_async(self, data, loss_fn, loss_fn_config=None, *args, **kwargs):
+        future = await original_async(self, data, loss_fn, loss_fn_config, *args, **kwargs)
+        keep(data, loss_fn, loss_fn_config, await future)
+
+    tinker.TrainingClient.forward_backward = forward_backward
+    tinker.TrainingClient.forward_backward_async = forward_backward_async
 
 
 def fixed_completion(watch: Watch, prompt: list[int], tokenizer: Any) -> list[int]:
@@ -533,7 +574,28 @@ def call_sequences(call: dict) -> list[dict]:
     return out
 
 
+def tinker_record(watch: Watch, seconds: float) -> dict:
+    """The script's own datums, read as train.py's --parity-dump is (one reader for both sides)."""
+    from mcp_server.parity.mint_side import dump_to_record
+
+    step = watch.tinker_step
+    if step["loss_fn"] not in ("cross_entropy",):
+        raise RuntimeError(
+            f"the script's first forward_backward uses {step['loss_fn']!r}: a Tinker RL script samples its own "
+            "completions, and parity compares RL only on train.py's completions, which this script cannot be given"
+        )
+    record = dump_to_record({**step, "rows": watch.rows}).model_dump()
+    notes = list(watch.notes)
+    if watch.requested_models:
+        notes.append(f"{', '.join(sorted(watch.requested_models))} -> the shared tiny model {watch.model_dir.name}")
+    record.update(side="source", runner="tinker TrainingClient.forward_backward (the script's own datums)",
+                  loss_name="loss:sum of the script's forward_backward", notes=notes, seconds=round(seconds, 3))  # fmt: skip
+    return record
+
+
 def build_record(watch: Watch, script: Path, seconds: float) -> dict:
+    if watch.tinker_step is not None:
+        return tinker_record(watch, seconds)
     trainer = watch.trainer
     kind, runner, config = "sft", "pytorch loop (its first loss.backward())", {}
     loss_name = "the first backward()'s loss"
@@ -662,6 +724,7 @@ def run(
     patch_trainers(watch, _trainer_classes())
     patch_grpo(watch)
     patch_dataloader(watch)
+    patch_tinker(watch)
     patch_backward(watch)
     _probe_loaded_models(watch)
 

@@ -12,6 +12,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 Kind = Literal["sft", "dpo", "grpo"]
+# passed: the objectives match. failed: they differ (each finding says what and where).
+# inconclusive: a side did not run, so nothing was compared (the finding says why and the fix).
+Verdict = Literal["passed", "failed", "inconclusive"]
 Role = Literal["sequence", "chosen", "rejected", "completion"]
 
 
@@ -57,7 +60,11 @@ Cause = Literal[
     "loss_type",
     "setting",
     "data",
+    "reward",
     "source_run",
+    "framework_version",
+    "framework_missing",
+    "not_supported",
     "mint_run",
     "unknown",
 ]
@@ -84,6 +91,11 @@ class ParityReport(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     passed: bool
+    verdict: Verdict = Field(
+        default="failed",
+        description="passed; failed (the objectives differ: see findings); inconclusive (a side did not run: "
+        "the finding says why and what to do; nothing was compared).",
+    )
     source: str
     train: str
     model: str = Field(description="The Hugging Face model folder both sides loaded.")

@@ -104,11 +104,12 @@ TOOL = ToolSpec(
     blurb="one step of the source (its own framework) and of train.py on a tiny model: tokens, trained "
     "positions, weights and the step-0 loss compared",
     description="Prove the migrated train.py optimises the source's objective: run the source with its own "
-    "framework (TRL SFT/DPO, a plain PyTorch loop) and train.py on mint-local for one step, on the same "
-    "data rows and the same tiny model, then compare token sequences, trained positions, per-token weights "
-    "(up to one constant, with what it means for the learning rate) and the step-0 loss. Every difference "
-    "comes with its row, position, both values, cause and fix. Needs the source framework installed "
-    "(pip install 'mint-migrate[parity]').",
+    "framework (TRL SFT/DPO/GRPO, a plain PyTorch loop, a Tinker-SDK script; verl's and OpenRLHF's own loss "
+    "code for their launchers) and train.py on mint-local for one step, on the same data rows and the same "
+    "tiny model, then compare token sequences, trained positions, per-token weights (up to one constant, with "
+    "what it means for the learning rate) and the step-0 loss. verdict: passed; failed (each difference with "
+    "its row, position, both values, cause and fix); inconclusive (a side could not run, e.g. its framework "
+    "is missing or too new: the finding gives the exact command that fixes it).",
     cli_help="run the source and its migrated train.py for one step on a tiny model; compare objectives",
     request=ParityRequest,
     result=ParityResult,
