@@ -338,9 +338,9 @@ def test_the_cli_takes_cited_settings_and_refuses_a_wrong_one(tmp_path):
     done = subprocess.run([cli, "migrate", str(source), "--config", str(config), "--json",
                            "--set", "global_batch_size=512@config.yaml:10"], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    doc = json.loads(done.stdout)
-    plan = doc["plan"] if "plan" in doc else doc
-    assert "global_batch_size" not in plan.get("not_found", plan.get("unmapped", {}))
+    plan = json.loads(done.stdout)["plan"]
+    assert plan["settings"]["global_batch_size"] == {"value": 512, "source": "config.yaml:10", "confirmed_by": "agent"}
+    assert "global_batch_size" not in plan["unmapped"]
     bad = subprocess.run([cli, "migrate", str(source), "--config", str(config), "--json",
                           "--set", "global_batch_size=256@config.yaml:10"], capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "config.yaml:10 reads `rollout_batch_size: 512`" in bad.stdout + bad.stderr
