@@ -88,12 +88,11 @@ def harvest(project: Project) -> list[Stated]:
 
 def _winners(found: list[Stated]) -> list[Stated]:
     """One item per (normalised) name: the highest level wins; among equals, the last one said.
-    Items of the same value at the same line are one setting said once (a flag and the argparse
-    default it fills are two names for one thing only when their values agree: both stay)."""
+    Keywords of different calls stay apart (`AdamW(lr=)` and `Critic(lr=)` are two settings), except
+    that one name said twice at one line (the same call read twice) is one item."""
     best: dict[tuple[str, str], Stated] = {}
     order: list[tuple[str, str]] = []
     for item in found:
-        # keywords of different calls are different settings (`AdamW(lr=)` and `Critic(lr=)` both matter)
         slot = (item.norm, item.owner if item.kind == "keyword" else "")
         old = best.get(slot)
         if old is None:
@@ -101,7 +100,6 @@ def _winners(found: list[Stated]) -> list[Stated]:
             best[slot] = item
         elif item.level >= old.level:
             best[slot] = item
-    # a keyword given the same literal at the same line as another item is that item
     seen: set[tuple[str, int, str]] = set()
     out = []
     for slot in order:

@@ -230,7 +230,8 @@ def _optimizer_item(base: dict, s: Stated, m: Meaning, optimizer: OptimizerChoic
     same = _same(kept, s.value)
     return LedgerItem(**base, disposition="carried" if same else "changed", constant=constant,
                       reason="types.AdamParams(**OPTIMIZER)" if same else
-                      f"train.py uses {kept}: a negative norm turns clipping off (grad_clip_norm=0)")
+                      f"train.py uses {kept}: " + ("a negative norm means no clipping (grad_clip_norm=0)"
+                                                   if param == "grad_clip_norm" else "another line states it too"))
 
 
 def _schedule_item(plan: MigrationPlan, base: dict, m: Meaning) -> LedgerItem:
