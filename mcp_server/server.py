@@ -5,6 +5,7 @@ engine's MintMigrateError into a ToolError, whose text the model sees and can ac
 """
 
 import inspect
+import os
 import threading
 import warnings
 from collections.abc import Callable
@@ -23,7 +24,7 @@ from mcp.server.mcpserver.prompts.base import UserMessage
 from mcp.types import ClientCapabilities, RootsCapability, ToolAnnotations
 from pydantic import Field
 
-from mcp_server import __version__, concepts
+from mcp_server import __version__, concepts, worker
 from mcp_server.bundled import bundled_text
 from mcp_server.errors import MintMigrateError
 from mcp_server.frameworks import framework_list
@@ -36,7 +37,7 @@ from mcp_server.preflight import PreflightReport
 from mcp_server.pyparse import serialise_stdlib_ast_parse
 from mcp_server.render import ScaffoldOptions, ScaffoldResult
 from mcp_server.smoke import SmokeProgress
-from mcp_server.workspace import inside, read_fence, read_text_inside
+from mcp_server.workspace import inside, read_fence
 
 INSTRUCTIONS = f"""\
 mint-migrate moves LLM post-training code ({framework_list("and")}) onto MinT (pip install
@@ -65,6 +66,39 @@ def _user_errors(fn: Callable[P, R]) -> Callable[P, R]:
     # line after the first reaches the model with the source's indentation.
     wrapper.__doc__ = inspect.cleandoc(fn.__doc__ or "")
     return wrapper
+
+
+async def run_in_worker(request: dict) -> dict:
+    """Run one engine call in a worker process (mcp_server.worker) and return its result. The
+    worker is killed when the deadline passes or this call is cancelled (the client went away), so
+    its work really stops; a deadline or a failure becomes a ToolError with its message."""
+    limit = worker.deadline_s()
+    reply = None
+    process, answers = await anyio.to_thread.run_sync(worker.start, request)
+    try:
+        with anyio.move_on_after(limit) as scope:
+            while not await anyio.to_thread.run_sync(answers.poll, 0.2, abandon_on_cancel=True):
+                if not process.is_alive() and not answers.poll():
+                    break  # it died without an answer
+            else:
+                reply = await anyio.to_thread.run_sync(answers.recv, abandon_on_cancel=True)
+    finally:
+        if process.is_alive():  # the deadline, a cancelled call, or an error here
+            process.kill()
+        answers.close()
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(process.join, 10)
+    if scope.cancelled_caught:
+        raise ToolError(
+            f"The {request['call']} call did not finish within {limit:.0f} s and was stopped; the input may be too "
+            f"large or hostile. Narrow it (fewer files), or raise {worker.DEADLINE_ENV} where the server starts."
+        )
+    if reply is None:
+        raise ToolError(f"The {request['call']} worker ended without an answer (exit code {process.exitcode}); "
+                        "it may have run out of memory on this input.")
+    if "error" in reply:
+        raise ToolError(reply["error"])
+    return reply["result"]
 
 
 async def _client_roots(ctx: Context) -> list[Path]:
@@ -98,6 +132,12 @@ def create_server(workspace: Path | None = None) -> MCPServer:
 
     async def fenced(ctx: Context) -> list[Path]:
         return [root, *await _client_roots(ctx)]
+
+    async def in_worker(call: str, arguments: dict, ctx: Context) -> dict:
+        """The engine's answer to `call` from a worker process (mcp_server.worker), under the fence."""
+        request = {"call": call, "args": arguments, "root": str(root), "roots": [str(r) for r in await fenced(ctx)],
+                   "environment": dict(os.environ)}
+        return await run_in_worker(request)
 
     @mcp.tool(
         title="Map a framework concept to MinT",
@@ -186,17 +226,9 @@ def create_server(workspace: Path | None = None) -> MCPServer:
         """Analyze a training setup (any framework mint-migrate reads: see map_concept) into a
         migration plan (every setting traced to file:line), a MinT train.py with mint_run.py (the plumbing
         it imports; in companions) and a MIGRATION.md report."""
-        from mcp_server.migrate import migrate
-
-        roots = await fenced(ctx)
-        source = inside(source_path, root, roots)
-        configs = [inside(p, root, roots) for p in config_paths]
-
-        def run() -> MigrationResult:
-            with read_fence(roots):  # and the files a launch script names, which the analyzer follows
-                return migrate(source, configs, output_dir=output_dir, workspace=root, overwrite=overwrite)
-
-        return await anyio.to_thread.run_sync(run)
+        arguments = {"source_path": source_path, "config_paths": config_paths, "output_dir": output_dir,
+                     "overwrite": overwrite}
+        return MigrationResult.model_validate(await in_worker("migrate", arguments, ctx))
 
     @mcp.tool(
         title="Lint a MinT training script",
@@ -213,14 +245,10 @@ def create_server(workspace: Path | None = None) -> MCPServer:
     ) -> LintReport:
         """Find MinT pitfalls (pinned-SDK traps, training traps, setup traps) with rule ids
         MINT###, file:line:col, why it matters and the fix."""
-        from mcp_server.lint import lint_bytes, lint_source
-
         if (path is None) == (source is None):
             raise ToolError("Give exactly one of path or source.")
-        if source is not None:
-            return await anyio.to_thread.run_sync(lambda: lint_source(source, fix=fix))
-        found, data = read_text_inside(path, root, await fenced(ctx))
-        return await anyio.to_thread.run_sync(lambda: lint_bytes(data, found, fix=fix))
+        # Read in the worker too: a FIFO or a device named here never blocks the server's loop.
+        return LintReport.model_validate(await in_worker("lint", {"path": path, "source": source, "fix": fix}, ctx))
 
     @mcp.tool(
         title="Preflight check for a MinT run",
@@ -243,16 +271,9 @@ def create_server(workspace: Path | None = None) -> MCPServer:
         """Check that a run can start on `target`. Both: Python, mindlab-toolkit / tinker versions and
         the script's lint summary. local adds mint-local's packages; remote adds the sk- key bug,
         MINT_BASE_URL and MINT_API_KEY, the endpoint, and the script's base model and tokenizer."""
-        from mcp_server.preflight import run_preflight
-
-        roots = await fenced(ctx)
-        path = inside(script_path, root, roots) if script_path else None
-
-        def run() -> PreflightReport:
-            with read_fence(roots):  # the script is read for its lint and base model
-                return run_preflight(path, target=target)
-
-        return await anyio.to_thread.run_sync(run)
+        return PreflightReport.model_validate(
+            await in_worker("preflight", {"script_path": script_path, "target": target}, ctx)
+        )
 
     @mcp.tool(
         title="Smoke-run a train.py",

@@ -1,0 +1,119 @@
+"""Engine calls of the MCP server run in a worker process, with a deadline, killed when not wanted.
+
+A thread cannot be stopped: a migration that hostile input keeps busy (or a lint of a huge file)
+would go on using a core after the client gave up, and the next call would queue behind it. So
+the server runs migrate, lint and preflight in a process of their own, forked for each call from a
+fork server that has the engine imported already (a fork costs milliseconds, a fresh interpreter a
+second of CPU); the call runs under the same read fence the tool has and sends back one answer.
+The server kills the worker when the deadline passes or the call is cancelled (the client went
+away, the server stops). The fork server ends with the server. Plumbing only: what each call does
+is the engine's.
+"""
+
+import multiprocessing
+import multiprocessing.connection
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+DEADLINE_ENV = "MINT_MIGRATE_TOOL_DEADLINE_S"
+DEFAULT_DEADLINE_S = 300.0
+
+
+def deadline_s() -> float:
+    """The deadline of one engine call: MINT_MIGRATE_TOOL_DEADLINE_S, else 300 s."""
+    try:
+        value = float(os.environ.get(DEADLINE_ENV, DEFAULT_DEADLINE_S))
+    except ValueError:
+        return DEFAULT_DEADLINE_S
+    return value if value > 0 else DEFAULT_DEADLINE_S
+
+
+def _migrate(root: Path, roots: list[Path], args: dict[str, Any]):
+    from mcp_server.migrate import migrate
+    from mcp_server.workspace import inside, read_fence
+
+    source = inside(args["source_path"], root, roots)
+    configs = [inside(p, root, roots) for p in args["config_paths"]]
+    with read_fence(roots):  # and the files a launch script names, which the analyzer follows
+        return migrate(source, configs, output_dir=args["output_dir"], workspace=root, overwrite=args["overwrite"])
+
+
+def _lint(root: Path, roots: list[Path], args: dict[str, Any]):
+    from mcp_server.lint import lint_bytes, lint_source
+    from mcp_server.workspace import read_text_inside
+
+    if args["source"] is not None:
+        return lint_source(args["source"], fix=args["fix"])
+    found, data = read_text_inside(args["path"], root, roots)
+    return lint_bytes(data, found, fix=args["fix"])
+
+
+def _preflight(root: Path, roots: list[Path], args: dict[str, Any]):
+    from mcp_server.preflight import run_preflight
+    from mcp_server.workspace import inside, read_fence
+
+    path = inside(args["script_path"], root, roots) if args["script_path"] else None
+    with read_fence(roots):  # the script is read for its lint and base model
+        return run_preflight(path, target=args["target"])
+
+
+CALLS = {"migrate": _migrate, "lint": _lint, "preflight": _preflight}
+
+
+def answer(request: dict[str, Any]) -> dict[str, Any]:
+    """{"result": the model's JSON} or {"error": a message for the user}."""
+    from mcp_server.errors import MintMigrateError
+
+    root, roots = Path(request["root"]), [Path(r) for r in request["roots"]]
+    os.environ.clear()  # the server's environment now, not the fork server's from when it started
+    os.environ.update(request["environment"])
+    try:
+        result = CALLS[request["call"]](root, roots, request["args"])
+    except (MintMigrateError, FileNotFoundError, IsADirectoryError, PermissionError) as exc:
+        return {"error": str(exc)}
+    except RecursionError:
+        return {"error": "the input is nested too deeply to read; simplify it or leave that file out."}
+    except MemoryError:
+        return {"error": "the input needs more memory than the tool may use; leave that file out."}
+    return {"result": result.model_dump(mode="json")}
+
+
+def run_to_pipe(connection: multiprocessing.connection.Connection, request: dict[str, Any]) -> None:
+    """A worker's whole life: answer `request` on `connection`, then leave at once."""
+    try:
+        reply = answer(request)
+    except Exception as exc:  # noqa: BLE001 - a bug still gets a message, not a silent worker
+        reply = {"error": f"mint-migrate failed on this input ({type(exc).__name__}: {exc}); please report it."}
+    connection.send(reply)
+    connection.close()
+    os._exit(0)  # nothing to tear down: the answer is out
+
+
+_CONTEXT: multiprocessing.context.BaseContext | None = None
+_CONTEXT_LOCK = threading.Lock()
+
+
+def context() -> multiprocessing.context.BaseContext:
+    """The fork server's context, the engine preloaded in it (started on first use)."""
+    global _CONTEXT
+    with _CONTEXT_LOCK:
+        if _CONTEXT is None:
+            ctx = multiprocessing.get_context("forkserver")
+            ctx.set_forkserver_preload(["mcp_server.worker", "mcp_server.migrate", "mcp_server.lint",
+                                        "mcp_server.preflight"])
+            _CONTEXT = ctx
+        return _CONTEXT
+
+
+def start(request: dict[str, Any]) -> tuple[multiprocessing.process.BaseProcess, multiprocessing.connection.Connection]:
+    """A started worker for `request` and the end of the pipe its answer comes on (blocking: call it
+    from a thread)."""
+    ctx = context()
+    receive, send = ctx.Pipe(duplex=False)
+    process = ctx.Process(target=run_to_pipe, args=(send, request), name=f"mint-migrate-{request['call']}",
+                          daemon=True)
+    process.start()
+    send.close()
+    return process, receive
