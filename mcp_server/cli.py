@@ -211,12 +211,16 @@ def _cmd_smoke(args: argparse.Namespace) -> int:
 
     received: list[int] = []
 
-    def terminated(signum: int, _frame) -> None:  # SIGTERM/SIGHUP: stop the run as Ctrl-C does
+    def terminated(signum: int, _frame) -> None:  # SIGTERM/SIGHUP and Ctrl-C: stop the run
         received.append(signum)
-        raise KeyboardInterrupt
+        # Only the first stops the run: a second Ctrl-C while the run's processes are being killed
+        # would cut that short and lose the verdict (no JSON, a traceback). The run stops anyway.
+        if len(received) == 1:
+            raise KeyboardInterrupt
 
-    for signum in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(signum, terminated)
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        if signum != signal.SIGINT or signal.getsignal(signum) is signal.default_int_handler:
+            signal.signal(signum, terminated)  # (a SIGINT ignored by who started us stays ignored)
     try:
         verdict = run_smoke(
             user_path(args.path),
@@ -271,6 +275,7 @@ def _cmd_parity(args: argparse.Namespace) -> int:
 
 def _cmd_serve(args: argparse.Namespace) -> int:
     from mcp_server.server import create_server
+    from mcp_server.smoke.servers import stop_local_servers
     from mint_local.process import stop_all
 
     workspace = user_path(args.workspace) if args.workspace else Path.cwd()
@@ -278,8 +283,10 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         raise MintMigrateError(f"--workspace {workspace} is not a directory.")
 
     def terminated(signum: int, _frame) -> None:
-        # Smoke runs and the mint-local servers they started end with the server.
+        # Smoke runs and the mint-local servers they started end with the server, and so do their
+        # temporary state folders and logs (a death by signal runs no atexit).
         stop_all()
+        stop_local_servers()
         signal.signal(signum, signal.SIG_DFL)
         os.kill(os.getpid(), signum)
 
