@@ -219,6 +219,21 @@ def read_text_checked(path: str | os.PathLike[str], *, errors: str = "strict") -
     return read_bytes_checked(path).decode("utf-8", errors=errors)
 
 
+def fenced() -> bool:
+    """Whether a read fence is active (an MCP tool's engine call)."""
+    return _READ_ROOTS.get() is not None
+
+
+def line_inside(path: str, number: int) -> str | None:
+    """Line `number` of the file at `path` read through the fence now, or None (outside the fence,
+    not a regular file, no such line)."""
+    try:
+        lines = read_text_checked(path, errors="replace").splitlines()
+    except (OSError, MintMigrateError):
+        return None
+    return lines[number - 1] if 0 < number <= len(lines) else None
+
+
 # The child's first code when a fenced tool runs a script: run the script whose folder and file the
 # parent opened (pinned) and passed as fds, as `python SCRIPT ARGS` would (argv, __file__, sys.path[0]
 # the script's real folder, the cwd that folder). Its names are deleted before the script runs.
