@@ -8,7 +8,8 @@ mint-migrate's smoke runs run the training script with it. A `Supervised` proces
   child that moved to a session of its own, or was orphaned, is still found in /proc;
 - runs under a caller that is a child subreaper (Linux prctl), so orphans of the tree are
   reparented to the caller, not to init, and can be reaped;
-- is watched: a thread records every descendant by its PPid chain (and start time, against PID
+- is watched (unless started with watch=False, as mint-local is): a thread records every
+  descendant by its PPid chain (and start time, against PID
   reuse) while the tree runs, so a child that cleared its environment (no tag) and called setsid
   (a group of its own) is still known after its parent exited; an orphan reparented to the caller
   in a session of its own, too quick for the watch, is claimed by the trees then running;
@@ -47,7 +48,7 @@ PR_SET_CHILD_SUBREAPER = 36
 LINGER_AFTER_EXIT_S = 2.0
 _POLL_S = 0.02  # how often lines() looks for new output (a sleep: no lock for Ctrl-C to interrupt)
 
-_WATCH_S = 0.1  # how often the watcher reads the process table
+_WATCH_S = 0.2  # how often the watcher reads the process table (a few ms each time)
 _LIVE: set[Supervised] = set()
 _OURS: dict[str, int] = {}  # tag -> pid of every process started here
 _LIVE_LOCK = threading.RLock()  # re-entered by stop_all() from a signal handler
@@ -90,8 +91,13 @@ class Supervised:
         stderr=subprocess.STDOUT,
         name: str = "process",
         pass_fds: Sequence[int] = (),
+        watch: bool = True,
     ) -> None:
         become_subreaper()
+        # A long-lived server that starts no daemons says watch=False: the watch costs a read of the
+        # process table every _WATCH_S for as long as it lives, and it would claim every process in a
+        # session of its own that the caller starts meanwhile (the caller's own children among them).
+        self.watch = watch
         self.tag = f"{name}-{uuid.uuid4().hex}"
         self.started = time.time()
         environment = dict(os.environ if env is None else env)
@@ -126,7 +132,8 @@ class Supervised:
         with _LIVE_LOCK:
             _LIVE.add(self)
             _OURS[self.tag] = self.pid
-        _start_watcher()
+        if watch:
+            _start_watcher()
 
     # --- output ----------------------------------------------------------------------------
 
@@ -189,7 +196,8 @@ class Supervised:
         """Every live process of this tree except the supervised one: its process group, any
         process carrying its tag, every descendant the watcher recorded (still the same process),
         and orphans in a session of their own reparented to this (subreaper) process since it started."""
-        self._record(_table())
+        if self.watch:
+            self._record(_table())
         found = set()
         for pid, info in _processes().items():
             if pid == self.pid or info.zombie:
@@ -414,7 +422,7 @@ def _watch() -> None:
     global _WATCHER
     while True:
         with _LIVE_LOCK:
-            live = list(_LIVE)
+            live = [proc for proc in _LIVE if proc.watch]
             if not live:  # decided under the lock _start_watcher takes: a new process starts a new watch
                 _WATCHER = None
                 return
