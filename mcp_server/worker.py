@@ -102,7 +102,7 @@ def context() -> multiprocessing.context.BaseContext:
         if _CONTEXT is None:
             ctx = multiprocessing.get_context("forkserver")
             ctx.set_forkserver_preload(["mcp_server.worker", "mcp_server.migrate", "mcp_server.lint",
-                                        "mcp_server.preflight"])
+                                        "mcp_server.preflight", "mcp_server.worker_warm"])
             _CONTEXT = ctx
         return _CONTEXT
 
