@@ -124,7 +124,8 @@ def create_server(workspace: Path | None = None) -> MCPServer:
 
     Reads and runs stay inside the workspace and the client's roots, writes inside the workspace
     (mcp_server.workspace). Tools run in worker threads, so Python parsing is serialised
-    process-wide (mcp_server.pyparse), and every process a tool starts ends with the server.
+    process-wide (mcp_server.pyparse), and every process a tool starts ends with the server;
+    migrate, lint and preflight run in a worker process with a deadline (run_in_worker).
     """
     root = (workspace or Path.cwd()).resolve()
     mcp = MCPServer("mint-migrate", version=__version__, instructions=INSTRUCTIONS)
