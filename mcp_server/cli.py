@@ -276,6 +276,7 @@ def _cmd_parity(args: argparse.Namespace) -> int:
 def _cmd_serve(args: argparse.Namespace) -> int:
     from mcp_server.server import create_server
     from mcp_server.smoke.servers import stop_local_servers
+    from mcp_server.worker import kill_all as kill_workers
     from mint_local.process import stop_all
 
     workspace = user_path(args.workspace) if args.workspace else Path.cwd()
@@ -287,6 +288,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         # temporary state folders and logs (a death by signal runs no atexit).
         stop_all()
         stop_local_servers()
+        kill_workers()
         signal.signal(signum, signal.SIG_DFL)
         os.kill(os.getpid(), signum)
 

@@ -137,7 +137,7 @@ def create_server(workspace: Path | None = None) -> MCPServer:
     async def in_worker(call: str, arguments: dict, ctx: Context) -> dict:
         """The engine's answer to `call` from a worker process (mcp_server.worker), under the fence."""
         request = {"call": call, "args": arguments, "root": str(root), "roots": [str(r) for r in await fenced(ctx)],
-                   "environment": dict(os.environ)}
+                   "environment": dict(os.environ), "server_pid": os.getpid()}
         return await run_in_worker(request)
 
     @mcp.tool(

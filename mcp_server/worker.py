@@ -14,6 +14,7 @@ import multiprocessing
 import multiprocessing.connection
 import os
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -80,8 +81,23 @@ def answer(request: dict[str, Any]) -> dict[str, Any]:
     return {"result": result.model_dump(mode="json")}
 
 
+def _leave_with(server_pid: int) -> None:
+    """End this worker when the server that asked is gone, however it went (SIGKILL included): its
+    answer has no reader. A worker's parent is the fork server, which outlives the server while
+    any worker runs, so the server itself is watched."""
+    while True:
+        time.sleep(0.5)
+        try:
+            os.kill(server_pid, 0)
+        except ProcessLookupError:
+            os._exit(1)
+        except PermissionError:  # a pid reused by another user's process: the server is gone
+            os._exit(1)
+
+
 def run_to_pipe(connection: multiprocessing.connection.Connection, request: dict[str, Any]) -> None:
     """A worker's whole life: answer `request` on `connection`, then leave at once."""
+    threading.Thread(target=_leave_with, args=(request["server_pid"],), daemon=True).start()
     try:
         reply = answer(request)
     except Exception as exc:  # noqa: BLE001 - a bug still gets a message, not a silent worker
@@ -105,6 +121,13 @@ def context() -> multiprocessing.context.BaseContext:
                                         "mcp_server.preflight", "mcp_server.worker_warm"])
             _CONTEXT = ctx
         return _CONTEXT
+
+
+def kill_all() -> None:
+    """Kill every worker still running (the server is being terminated: no atexit will run)."""
+    for process in multiprocessing.active_children():
+        if process.name.startswith("mint-migrate-"):
+            process.kill()
 
 
 def start(request: dict[str, Any]) -> tuple[multiprocessing.process.BaseProcess, multiprocessing.connection.Connection]:

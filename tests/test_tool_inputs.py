@@ -9,6 +9,7 @@ message, preflight fails an empty script and calls a folder a folder."""
 
 import json
 import os
+import signal
 import socket
 import stat
 import subprocess
@@ -105,8 +106,10 @@ async def test_an_engine_call_past_its_deadline_is_stopped_with_a_message(tmp_pa
 
 @pytest.mark.slow
 @pytest.mark.anyio
-async def test_a_client_going_away_mid_call_stops_the_worker(tmp_path):
-    """A lint of a long (but allowed) file keeps a worker busy; the client leaves; nothing stays."""
+@pytest.mark.parametrize("how", ["client leaves", "SIGTERM to the server"])
+async def test_a_client_going_away_mid_call_stops_the_worker(tmp_path, how):
+    """A lint of a long (but allowed) file keeps a worker busy; the client leaves, or the server is
+    terminated; nothing stays."""
     mark = uuid.uuid4().hex
     (tmp_path / "long.py").write_text("import mint\n" + "value = [1, 2, 3]\n" * 250_000, encoding="utf-8")
     params = StdioServerParameters(
@@ -126,6 +129,9 @@ async def test_a_client_going_away_mid_call_stops_the_worker(tmp_path):
             with anyio.fail_after(120):
                 while len(during := marked(mark)) < 3:  # the server, the fork server, the worker
                     await anyio.sleep(0.1)
+            if how == "SIGTERM to the server":
+                [server] = [p for p in during if Path(f"/proc/{p}/cmdline").read_bytes().endswith(b"-m\0mcp_server\0")]
+                os.kill(server, signal.SIGTERM)
             tasks.cancel_scope.cancel()
     assert gone(during) == [] and marked(mark) == []
 
