@@ -23,6 +23,13 @@ mint-local  a real mint-local (issue 26, round two): optim_step at lr 1e20/1e30/
          with 4,000 sources, a session-less sample abandoned by its client, a 64 x 2,000-token
          sample against a 15 s time budget, and overwrites killed mid-way whose server restarts
          as PID 1 of a new PID namespace (the same PID); the server's peak RSS per case.
+tool     (issue 26, tool side; --only tool) FIFOs, sockets and /dev/zero named to lint, migrate and
+         preflight (CLI and stdio MCP, where map_concept must still answer), YAML alias bombs,
+         recursive aliases and deep nesting, power towers (Python and bash), --out onto a file,
+         an empty script and a folder to preflight, each with its time and peak memory; smoke runs
+         whose daemons clear their environment and leave the group, finished, Ctrl-C'd once, twice
+         and three times (temporary files left count as leaks); keys glued to words, HF_TOKEN,
+         WANDB_API_KEY and URL keys in every output.
 
 Every count should be 0. The helpers are the tests' (tests/probes.py), so the probe and the tests
 exercise the same thing.
@@ -37,9 +44,11 @@ import os
 import platform
 import random
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -64,6 +73,7 @@ from probes import (  # noqa: E402
     racing,
     wait_for,
     with_default_sigint,
+    write_daemon_script,
     write_script,
 )
 
@@ -753,6 +763,219 @@ def _ml_probe(workdir: Path) -> dict[str, int]:
     return dict(counts)
 
 
+# --- issue 26, the tool side: hostile files, YAML, arithmetic, daemons, interrupts, keys -----------
+# Each case runs in a child of its own (os.wait4 gives its peak memory), under a 3 GiB address-space
+# limit and a deadline: a hang, a crash (a signal, a traceback, not one JSON document), an orphan, a
+# leak (a key in an output, a temporary file left) is counted; figures per case go to stderr.
+
+TOOL_DEADLINE_S = 90
+TOOL_MEMORY_LIMIT = 3 * 1024**3
+BOMB = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
+    f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 9)}]\n" for i in range(8)
+)
+TOWER = (
+    "from trl import SFTConfig, SFTTrainer\nLR = 10 ** 10 ** 10\n"
+    "trainer = SFTTrainer(model='Qwen/Qwen3-0.6B', args=SFTConfig(output_dir='o', learning_rate=LR))\n"
+)
+GLUED_KEY = "dotenvkey-Hq3Zm8Vt2Rw5"
+THIRD_PARTY = {"HF_TOKEN": "hfprobe-Wk2Lp7Qz4", "WANDB_API_KEY": "0fedcba9876543210fedcba9876543210fedcba9"}
+URL_KEY = "urlprobe-Tn6Bv1Xc9"
+LEAKS_THEM = f"""\
+import os, sys
+glued = "x" + {GLUED_KEY!r} + "y"
+print(f"RUN served_model={{glued}}", flush=True)
+print(f"METRIC step=1 loss=1.5 tokens=4 step_s=0.1 hf={{os.environ['HF_TOKEN']}}", flush=True)
+print(f"SAMPLE step=1 text=\\"{{os.environ['WANDB_API_KEY']}} https://h/?key={URL_KEY}\\"", flush=True)
+print("METRIC step=2 loss=1.25 tokens=4 step_s=0.1", flush=True)
+print("METRIC done=1 steps=2", flush=True)
+raise SystemExit(f"failed: {{glued}}")
+"""
+
+
+def _limited() -> None:
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (TOOL_MEMORY_LIMIT, TOOL_MEMORY_LIMIT))
+    with_default_sigint()
+
+
+def _measured(command: list[str], *, cwd: Path, env: dict | None = None, interrupts: tuple[float, ...] = (),
+              after: Path | None = None, limit_memory: bool = True, deadline_s: float | None = None) -> dict:
+    """Run `command`; send SIGINT at each of `interrupts` (seconds after `after` exists, else after the
+    start). {"code", "out", "err", "wall_s", "peak_mb", "hung"}."""
+    started = time.monotonic()
+    proc = subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True, preexec_fn=_limited if limit_memory else with_default_sigint)
+    out: list[str] = []
+    err: list[str] = []
+    readers = [threading.Thread(target=lambda s=s, b=b: b.append(s.read()), daemon=True)
+               for s, b in ((proc.stdout, out), (proc.stderr, err))]
+    for reader in readers:
+        reader.start()
+    hung = False
+    if interrupts:
+        with contextlib.suppress(AssertionError):
+            wait_for(lambda: after is None or after.exists(), timeout=TOOL_DEADLINE_S * 2)
+        begun = time.monotonic()
+        for at in interrupts:
+            time.sleep(max(0.0, begun + at - time.monotonic()))
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(proc.pid, signal.SIGINT)  # not send_signal(): its poll() would reap it before wait4
+    deadline = started + (deadline_s or TOOL_DEADLINE_S)
+    reaped, status, usage = os.wait4(proc.pid, os.WNOHANG)  # wait4, not poll(): its rusage is the peak memory
+    while not reaped and time.monotonic() < deadline:
+        time.sleep(0.05)
+        reaped, status, usage = os.wait4(proc.pid, os.WNOHANG)
+    if not reaped:
+        hung = True
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    for reader in readers:
+        reader.join(timeout=10)
+    return {"code": proc.returncode, "out": "".join(out), "err": "".join(err), "wall_s": time.monotonic() - started,
+            "peak_mb": usage.ru_maxrss / 1024, "hung": hung}
+
+
+def _one_json(text: str) -> dict | None:
+    try:
+        found = json.loads(text)
+    except ValueError:
+        return None
+    return found if isinstance(found, dict) else None
+
+
+def _crashed(run: dict, interrupted: bool = False) -> bool:
+    """A signal (or an exit code >= 128 other than Ctrl-C's own 130 when it was interrupted), a
+    traceback, or stdout that is not one JSON document."""
+    by_signal = run["code"] < 0 or (run["code"] >= 128 and not (interrupted and run["code"] == 130))
+    return not run["hung"] and (by_signal or "Traceback" in run["err"] or _one_json(run["out"]) is None)
+
+
+def _tool_inputs(folder: Path) -> dict[str, dict]:
+    os.mkfifo(folder / "fifo.py")
+    os.mkfifo(folder / "fifo.yaml")
+    sock = socket.socket(socket.AF_UNIX)
+    sock.bind(str(folder / "sock.py"))
+    (folder / "bomb.yaml").write_text(BOMB, encoding="utf-8")
+    (folder / "recursive.yaml").write_text("trainer: &t\n  lr: 1\n  again: *t\n", encoding="utf-8")
+    (folder / "deep.yaml").write_text("a: " + "[" * 5000 + "]" * 5000 + "\n", encoding="utf-8")
+    (folder / "deep_block.yaml").write_text("".join(f"{'  ' * i}k{i}:\n" for i in range(400)), encoding="utf-8")
+    (folder / "tower.py").write_text(TOWER, encoding="utf-8")
+    (folder / "sft.py").write_text(TOWER.replace("10 ** 10 ** 10", "2e-5"), encoding="utf-8")
+    (folder / "run.sh").write_text("N=$((10 ** 10 ** 10))\nM=$((-7 % 3))\npython train.py --steps $N --x $M\n",
+                                   encoding="utf-8")
+    (folder / "empty.py").write_text("", encoding="utf-8")
+    (folder / "taken").write_text("mine\n", encoding="utf-8")
+    cases = {
+        "lint FIFO": ["lint", "fifo.py"], "lint /dev/zero": ["lint", "/dev/zero"], "lint socket": ["lint", "sock.py"],
+        "migrate FIFO": ["migrate", "fifo.py"], "migrate FIFO config": ["migrate", "sft.py", "--config", "fifo.yaml"],
+        "preflight FIFO": ["preflight", "fifo.py", "--target", "local"],
+        "migrate YAML alias bomb": ["migrate", "bomb.yaml"], "migrate recursive alias": ["migrate", "recursive.yaml"],
+        "migrate YAML 5000 deep (flow)": ["migrate", "deep.yaml"], "migrate YAML 400 deep (block)": ["migrate", "deep_block.yaml"],
+        "migrate power tower": ["migrate", "tower.py"], "migrate shell power tower": ["migrate", "run.sh"],
+        "lint power tower": ["lint", "tower.py"], "migrate --out EXISTING_FILE": ["migrate", "sft.py", "--out", "taken"],
+        "preflight empty script": ["preflight", "empty.py", "--target", "local"],
+        "preflight a folder": ["preflight", ".", "--target", "local"],
+    }  # fmt: skip
+    return {name: _measured([CLI, *args, "--json"], cwd=folder) for name, args in cases.items()}
+
+
+async def _mcp_tool_inputs(folder: Path) -> dict[str, str]:
+    """Over stdio, one server: hostile paths, then map_concept must still answer."""
+    params = StdioServerParameters(command=sys.executable, args=["-m", "mcp_server"], cwd=str(folder),
+                                   env=dict(os.environ))  # PYTHONPATH too: --code's server
+    outcomes = {}
+    async with Client(params) as client:
+        for tool, arguments in [("lint_script", {"path": "fifo.py"}), ("lint_script", {"path": "sock.py"}),
+                                ("migrate_script", {"source_path": "fifo.py"}),
+                                ("migrate_script", {"source_path": "bomb.yaml"}),
+                                ("migrate_script", {"source_path": "recursive.yaml"}),
+                                ("migrate_script", {"source_path": "tower.py"}),
+                                ("preflight_check", {"script_path": "fifo.py", "target": "local"})]:
+            name = f"MCP {tool} {next(iter(arguments.values()))}"
+            try:
+                with anyio.fail_after(TOOL_DEADLINE_S):
+                    result = await client.call_tool(tool, arguments)
+                    answer = await client.call_tool("map_concept", {"framework": "trl", "concept": "SFTConfig"})
+                text = result.content[0].text if result.content else ""
+                outcomes[name] = "ok" if (not answer.is_error and (text or not result.is_error)) else "crash"
+            except TimeoutError:
+                outcomes[name] = "hang"
+                break  # the server is stuck: later calls would only queue behind it
+    return outcomes
+
+
+def _tool_smoke(folder: Path, name: str, script: str | None, interrupts: tuple[float, ...] = (),
+                env_extra: dict | None = None, dotenv: str | None = None) -> tuple[dict, Path]:
+    case = folder / name.replace(" ", "_").replace(",", "")
+    case.mkdir()
+    if dotenv is not None:
+        (case / ".env").write_text(dotenv, encoding="utf-8")
+    tmpdir = case / "tmp"
+    tmpdir.mkdir()
+    if script is None:
+        write_daemon_script(case, finish=not interrupts)
+    else:
+        (case / "train.py").write_text(script, encoding="utf-8")
+    env = dict(os.environ, TMPDIR=str(tmpdir), **(env_extra or {}))
+    run = _measured([CLI, "smoke", str(case / "train.py"), "--json", "--timeout", "120"], cwd=case, env=env,
+                    interrupts=interrupts, after=case / "pids" if interrupts else None, limit_memory=False,
+                    deadline_s=300)  # past the run's own 120 s timeout: a run that ends by it is no hang
+    return run, case
+
+
+def probe_tool_side(workdir: Path) -> dict[str, int]:
+    counts = {"hangs": 0, "crashes": 0, "orphans": 0, "leaks": 0, "timeouts misreported": 0}
+    runs = _tool_inputs(workdir)
+    for name, run in runs.items():
+        verdict = "hang" if run["hung"] else "crash" if _crashed(run) else f"exit {run['code']}"
+        counts["hangs"] += run["hung"]
+        counts["crashes"] += _crashed(run)
+        print(f"  {name}: {verdict}, {run['wall_s']:.2f} s, peak {run['peak_mb']:.0f} MB", file=sys.stderr)
+    for name, outcome in anyio.run(_mcp_tool_inputs, workdir).items():
+        counts["hangs"] += outcome == "hang"
+        counts["crashes"] += outcome == "crash"
+        print(f"  {name}: {outcome}", file=sys.stderr)
+
+    smoke_cases = [("env-clearing daemons, finished", None, ()), ("env-clearing daemons, Ctrl-C", None, (0.0,)),
+                   ("env-clearing daemons, double Ctrl-C", None, (0.0, 1.0)),
+                   ("env-clearing daemons, triple Ctrl-C", None, (0.0, 0.3, 2.0))]
+    for name, script, interrupts in smoke_cases:
+        run, case = _tool_smoke(workdir, name, script, interrupts)
+        verdict = _one_json(run["out"])
+        pids = [int(p) for p in (case / "pids").read_text().split()] if (case / "pids").exists() else []
+        left = gone(pids, timeout=30)
+        for pid in left:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        temporaries = [p.name for p in (case / "tmp").iterdir() if p.name.startswith("mint-local")]
+        counts["orphans"] += len(left)
+        counts["leaks"] += len(temporaries)
+        counts["hangs"] += run["hung"]
+        counts["crashes"] += _crashed(run, interrupted=bool(interrupts))
+        listed = {p["pid"] for p in (verdict or {}).get("left_running", [])}
+        unlisted = [p for p in pids[1:] if p not in listed]
+        counts["orphans"] += len(unlisted) if not interrupts else 0
+        misreported = not interrupts and verdict is not None and any(e["kind"] == "timeout" for e in verdict["errors"])
+        counts["timeouts misreported"] += misreported
+        print(f"  smoke {name}: exit {run['code']}, one JSON: {verdict is not None}, left alive: {len(left)}, "
+              f"unlisted: {len(unlisted)}, temp files left: {temporaries}, {run['wall_s']:.1f} s", file=sys.stderr)
+
+    keys = dict(THIRD_PARTY, MINT_API_KEY="sk-a-different-environment-key-123456")
+    run, case = _tool_smoke(workdir, "keys", LEAKS_THEM, env_extra=keys, dotenv=f"MINT_API_KEY={GLUED_KEY}\n")
+    secrets = [GLUED_KEY, URL_KEY, *THIRD_PARTY.values()]
+    found = [s for s in secrets if s in run["out"] or s in run["err"]]
+    preflight = _measured([CLI, "preflight", "--json"], cwd=workdir, env=dict(
+        os.environ, MINT_BASE_URL=f"http://u:{URL_KEY}@127.0.0.1:9/?key={URL_KEY}", MINT_API_KEY="sk-x"))
+    found += [f"preflight {URL_KEY}"] * (URL_KEY in preflight["out"] + URL_KEY in preflight["err"])
+    counts["leaks"] += len(found)
+    print(f"  keys (glued .env key under a different env key, HF_TOKEN, WANDB_API_KEY, URL keys): leaked {found}",
+          file=sys.stderr)
+    return counts
+
+
 # --- main ----------------------------------------------------------------------------------------
 
 
@@ -783,7 +1006,8 @@ def main() -> int:
                 counts = probe_crashes(args.sources, args.seed, workdir)
                 total = sum(v for k, v in counts.items() if k != "sources")
             else:
-                counts = {"orphans": probe_orphans, "escapes": probe_escapes, "leaks": probe_leaks, "mint-local": probe_mint_local}[category](workdir)
+                counts = {"orphans": probe_orphans, "escapes": probe_escapes, "leaks": probe_leaks,
+                          "mint-local": probe_mint_local, "tool": probe_tool_side}[category](workdir)
                 total = sum(counts.values())
             totals[category] = total
             print(f"{category}: {total}  ({time.monotonic() - started:.0f} s)")

@@ -138,6 +138,8 @@ def _run_tool(tool: ToolSpec, args: argparse.Namespace) -> int:
 
 def _cmd_serve(args: argparse.Namespace) -> int:
     from mcp_server.server import create_server
+    from mcp_server.smoke.servers import stop_local_servers
+    from mcp_server.worker import kill_all as kill_workers
     from mint_local.process import stop_all
 
     workspace = user_path(args.workspace) if args.workspace else Path.cwd()
@@ -145,8 +147,11 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         raise MintMigrateError(f"--workspace {workspace} is not a directory.")
 
     def terminated(signum: int, _frame) -> None:
-        # Smoke runs and the mint-local servers they started end with the server.
+        # Smoke runs and the mint-local servers they started end with the server, and so do their
+        # temporary state folders and logs (a death by signal runs no atexit), and the tool workers.
         stop_all()
+        stop_local_servers()
+        kill_workers()
         signal.signal(signum, signal.SIG_DFL)
         os.kill(os.getpid(), signum)
 

@@ -9,6 +9,8 @@ the shell exported. Preflight and smoke runs ask for MINT_BASE_URL / MINT_API_KE
 import os
 from pathlib import Path
 
+from mcp_server import userfiles
+
 
 def dotenv_files(script: Path | None = None) -> list[Path]:
     """The .env files a script started from the current directory reads, in order."""
@@ -32,16 +34,30 @@ def parse_dotenv(text: str) -> dict[str, str]:
     return values
 
 
+def _read(path: Path) -> dict[str, str]:
+    try:
+        return parse_dotenv(userfiles.read_text(path, errors="replace"))  # a FIFO named .env is skipped
+    except OSError:
+        return {}
+
+
+def dotenv_values(script: Path | None = None) -> dict[str, str]:
+    """Every KEY=VALUE the .env files give a run of `script`, the first file's winning."""
+    values: dict[str, str] = {}
+    for path in dotenv_files(script):
+        for key, value in _read(path).items():
+            values.setdefault(key, value)
+    return values
+
+
 def setting(name: str, script: Path | None = None) -> tuple[str | None, str | None]:
-    """(value, where it came from) for `name`: the environment, else the first .env that sets it.
-    `where` is "environment" or the .env path; (None, None) when nothing sets it."""
+    """(value, where it came from) for `name`: the environment, else the first .env that sets it,
+    even to an empty value (load_dotenv's setdefault then keeps that empty value: the script sees
+    the name unset). `where` is "environment" or the .env path; (None, None) when nothing sets it."""
     if name in os.environ:  # even empty: load_dotenv's setdefault keeps an exported empty value too
         return os.environ[name], "environment"
     for path in dotenv_files(script):
-        try:
-            found = parse_dotenv(path.read_text(encoding="utf-8", errors="replace")).get(name)
-        except OSError:
-            continue
-        if found:
-            return found, str(path)
+        values = _read(path)
+        if name in values:
+            return values[name], str(path)
     return None, None

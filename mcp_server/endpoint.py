@@ -10,6 +10,7 @@ The API key goes in the X-API-Key header only and never into a message.
 """
 
 import ipaddress
+import re
 import socket
 import threading
 from dataclasses import dataclass, field
@@ -24,15 +25,28 @@ DNS_TIMEOUT_S = 2.0
 ProbeProblem = Literal["connection", "auth", "wrong_server"]
 
 
+# Credentials a URL may carry: user:password@ and query parameters named for a key, a token, a
+# secret, a password or a signature (`?key=`, `&access_token=`, `X-Amz-Signature=`).
+_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://[^\s/?#@:]*:)[^\s/?#@]*@")
+_QUERY_CREDENTIAL = re.compile(
+    r"(?i)([?&;][\w.\-]*(?:key|token|secret|password|passwd|pwd|signature|sig|auth|credentials?)=)[^&#\s'\"<>]+"
+)
+
+
+def redact_url_credentials(text: str) -> str:
+    """`text` with every URL's password and credential query values as ***."""
+    return _QUERY_CREDENTIAL.sub(r"\1***", _USERINFO.sub(r"\1***@", text))
+
+
 def display_url(url: str) -> str:
-    """The URL without any user:password part."""
+    """The URL without any user:password part, and with credential query values as ***."""
     parts = urlsplit(url)
     if parts.username or parts.password:
         netloc = parts.hostname or ""
         if parts.port:
             netloc += f":{parts.port}"
-        return parts._replace(netloc=netloc).geturl()
-    return url
+        url = parts._replace(netloc=netloc).geturl()
+    return redact_url_credentials(url)
 
 
 def is_loopback(url: str | None) -> bool:

@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 import httpx
 from pydantic import BaseModel, Field
 
-from mcp_server import sdk_facts
+from mcp_server import sdk_facts, userfiles
 from mcp_server.dotenv import setting
 from mcp_server.endpoint import Endpoint, display_url, is_loopback
 from mcp_server.lint.context import mask_secret
@@ -80,8 +80,7 @@ def run_preflight(script_path: Path | None = None, *, target: Target = "remote")
     tokenizer and lint for remote; lint for local)."""
     if script_path is not None:
         script_path = Path(script_path)
-        if not script_path.is_file():
-            raise FileNotFoundError(2, "No such file", str(script_path))
+        userfiles.require_regular(script_path, "give the train.py inside it")  # a folder is not "No such file"
     if target == "local":
         return _local(script_path)
     checks: list[PreflightCheck] = [_python(), _toolkit(), _tinker(), _cookbook()]
@@ -248,7 +247,7 @@ def _package_dir(name: str) -> Path | None:
 
 def _parse_py(path: Path) -> ast.Module | None:
     try:
-        return parse_ast(path.read_text(encoding="utf-8"), str(path))
+        return parse_ast(userfiles.read_text(path), str(path))
     except (OSError, PythonSyntaxError, UnicodeDecodeError):
         return None
 
@@ -590,8 +589,13 @@ def _script_checks(script: Path) -> list[PreflightCheck]:
     try:
         source = read_text_checked(script)  # through the MCP read fence when one is active
     except (OSError, UnicodeDecodeError):
-        source = ""
-    if not imports_companion(source):
+        source = None
+    if source is not None and not source.strip():
+        return [PreflightCheck(
+            name="lint", status="fail", message=f"{script.name} is empty: there is no training script to run.",
+            fix=f"Write the script, or generate one: mint-migrate scaffold sft --out {script}",
+        )]
+    if not imports_companion(source or ""):
         return [_lint_check(script)]
     companion = script.parent / COMPANION
     if not companion.is_file():

@@ -7,6 +7,7 @@ detail='full' is asked for, and turns the engine's MintMigrateError into a ToolE
 the model sees and can act on. Files a tool wrote are resources (mint://workspace/PATH).
 """
 
+import os
 import threading
 import warnings
 from collections.abc import Callable
@@ -26,7 +27,7 @@ from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
 from mcp.types import ClientCapabilities, RootsCapability, ToolAnnotations
 from pydantic import ConfigDict, Field, ValidationError
 
-from mcp_server import __version__, concepts
+from mcp_server import __version__, concepts, worker
 from mcp_server.bundled import bundled_text
 from mcp_server.errors import MintMigrateError
 from mcp_server.frameworks import framework_list
@@ -88,6 +89,39 @@ def _mcp_parameters(tool: ToolSpec) -> list[Parameter]:
     return params
 
 
+async def run_in_worker(request: dict) -> dict:
+    """Run one tool call in a worker process (mcp_server.worker) and return its answer. The worker is
+    killed when the deadline passes or this call is cancelled (the client went away), so its work
+    really stops; a deadline or a failure becomes a ToolError with its message."""
+    limit = worker.deadline_s()
+    reply = None
+    process, answers = await anyio.to_thread.run_sync(worker.start, request)
+    try:
+        with anyio.move_on_after(limit) as scope:
+            while not await anyio.to_thread.run_sync(answers.poll, 0.2, abandon_on_cancel=True):
+                if not process.is_alive() and not answers.poll():
+                    break  # it died without an answer
+            else:
+                reply = await anyio.to_thread.run_sync(answers.recv, abandon_on_cancel=True)
+    finally:
+        if process.is_alive():  # the deadline, a cancelled call, or an error here
+            process.kill()
+        answers.close()
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(process.join, 10)
+    if scope.cancelled_caught:
+        raise ToolError(
+            f"The {request['call']} call did not finish within {limit:.0f} s and was stopped; the input may be too "
+            f"large or hostile. Narrow it (fewer files), or raise {worker.DEADLINE_ENV} where the server starts."
+        )
+    if reply is None:
+        raise ToolError(f"The {request['call']} worker ended without an answer (exit code {process.exitcode}); "
+                        "it may have run out of memory on this input.")
+    if "error" in reply:
+        raise ToolError(reply["error"])
+    return reply
+
+
 def _as_mcp_tool(tool: ToolSpec, root: Path, fenced: Callable, written: set[Path]) -> Tool:
     """One registry entry as an MCP tool: validate with its request model, run the engine in a worker
     thread inside the fence, and return the summary (or, with detail='full', everything)."""
@@ -98,6 +132,14 @@ def _as_mcp_tool(tool: ToolSpec, root: Path, fenced: Callable, written: set[Path
         except ValidationError as exc:
             raise ToolError(problems(exc, tool.request)) from None
         roots = await fenced(ctx)
+        if tool.isolated:
+            reply = await run_in_worker({
+                "call": tool.name, "root": str(root), "roots": [str(r) for r in roots],
+                "args": {"tool": tool.name, "arguments": request.model_dump(mode="json")},
+                "environment": dict(os.environ), "server_pid": os.getpid(),
+            })
+            written.update(Path(p).resolve() for p in reply["files"])
+            return tool.result_model().model_validate(reply["result"])
         cancel = threading.Event()
 
         def progress(step: int, total: float | None, message: str) -> None:

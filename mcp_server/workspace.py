@@ -30,12 +30,12 @@ import contextlib
 import errno
 import os
 import secrets
-import stat
 from collections.abc import Iterator, Sequence
 from contextvars import ContextVar
 from pathlib import Path
 
-from mcp_server.errors import OutsideWorkspace, WouldOverwrite
+from mcp_server import userfiles
+from mcp_server.errors import MintMigrateError, OutsideWorkspace, WouldOverwrite
 
 ANYWHERE = Path(os.sep)  # the CLI's "workspace": a person names their own paths
 
@@ -142,17 +142,19 @@ def read_text_inside(path: str | os.PathLike[str], workspace: Path, roots: Seque
         raise IsADirectoryError(21, "Is a directory", str(target))
     dir_fd = _open_dir(root, relative.parts[:-1], create=False)
     try:
-        fd = os.open(relative.parts[-1], os.O_RDONLY | os.O_NOFOLLOW, dir_fd=dir_fd)
+        fd = userfiles.open_regular(relative.parts[-1], dir_fd=dir_fd, nofollow=True, shown=str(target))
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise OutsideWorkspace(f"{target} is a link; tools read only real files inside the workspace.") from None
+        if isinstance(exc, userfiles.NotARegularFile):
+            raise
         raise type(exc)(exc.errno, exc.strerror, str(target)) from None
     finally:
         os.close(dir_fd)
-    with os.fdopen(fd, "rb") as handle:
-        if stat.S_ISDIR(os.fstat(handle.fileno()).st_mode):
-            raise IsADirectoryError(21, "Is a directory", str(target))
-        return target, handle.read()
+    try:
+        return target, userfiles.read_fd(fd, str(target))
+    finally:
+        os.close(fd)
 
 
 @contextlib.contextmanager
@@ -183,16 +185,17 @@ def _open_checked(path: Path) -> int:
     before the open is seen here; one swapped in after it changes nothing about this fd."""
     roots = _READ_ROOTS.get()
     assert roots is not None
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:  # a socket
+            raise userfiles.NotARegularFile(f"{path} is a socket; tools read only regular files.", str(path)) from None
+        raise
     try:
         real = Path(os.readlink(f"/proc/self/fd/{fd}"))
         if _relative_to_some(real, [r.resolve() for r in roots]) is None:
             raise _outside(Path(path), list(roots), "read")
-        mode = os.fstat(fd).st_mode
-        if stat.S_ISDIR(mode):
-            raise IsADirectoryError(21, "Is a directory", str(path))
-        if not stat.S_ISREG(mode):
-            raise OutsideWorkspace(f"{path} is not a regular file; tools read only files inside the workspace.")
+        userfiles.check_regular(fd, str(path))  # a FIFO, a device or a huge file is refused here
     except BaseException:
         os.close(fd)
         raise
@@ -203,15 +206,32 @@ def read_bytes_checked(path: str | os.PathLike[str]) -> bytes:
     """The content of `path`. Under a read fence, read from the one descriptor whose real place was
     checked to lie inside the fence (never check a path and then read it by name)."""
     if _READ_ROOTS.get() is None:
-        return Path(path).read_bytes()
+        return userfiles.read_bytes(path)
     fd = _open_checked(Path(path))
-    with os.fdopen(fd, "rb") as handle:
-        return handle.read()
+    try:
+        return userfiles.read_fd(fd, str(path))
+    finally:
+        os.close(fd)
 
 
 def read_text_checked(path: str | os.PathLike[str], *, errors: str = "strict") -> str:
     """`read_bytes_checked` decoded as UTF-8."""
     return read_bytes_checked(path).decode("utf-8", errors=errors)
+
+
+def fenced() -> bool:
+    """Whether a read fence is active (an MCP tool's engine call)."""
+    return _READ_ROOTS.get() is not None
+
+
+def line_inside(path: str, number: int) -> str | None:
+    """Line `number` of the file at `path` read through the fence now, or None (outside the fence,
+    not a regular file, no such line)."""
+    try:
+        lines = read_text_checked(path, errors="replace").splitlines()
+    except (OSError, MintMigrateError):
+        return None
+    return lines[number - 1] if 0 < number <= len(lines) else None
 
 
 # The child's first code when a fenced tool runs a script: run the script whose folder and file the
@@ -233,15 +253,6 @@ def _pinned_script():
     return compile(source, path, "exec")
 exec(_pinned_script())
 """
-
-
-def _pread_all(fd: int) -> bytes:
-    """The whole file from offset 0, leaving the fd's own offset at 0 for the child that reads it."""
-    chunks, offset = [], 0
-    while chunk := os.pread(fd, 1 << 20, offset):
-        chunks.append(chunk)
-        offset += len(chunk)
-    return b"".join(chunks)
 
 
 class PinnedScript:
@@ -274,7 +285,7 @@ def pinned_script(path: str | os.PathLike[str], python: str) -> PinnedScript:
     roots = _READ_ROOTS.get()
     if roots is None:
         script = Path(path).expanduser().resolve()
-        return PinnedScript(script, script.read_bytes(), [python, str(script)], script.parent, ())
+        return PinnedScript(script, userfiles.read_bytes(script), [python, str(script)], script.parent, ())
     target, root, relative = _locate(path, roots[0], roots[1:])
     if not relative.parts:
         raise IsADirectoryError(21, "Is a directory", str(target))
@@ -287,9 +298,8 @@ def pinned_script(path: str | os.PathLike[str], python: str) -> PinnedScript:
                 raise OutsideWorkspace(f"{target} is a link; tools run only real files inside the workspace.") from None
             raise type(exc)(exc.errno, exc.strerror, str(target)) from None
         try:
-            if not stat.S_ISREG(os.fstat(file_fd).st_mode):
-                raise IsADirectoryError(21, "Not a regular file", str(target))
-            source = _pread_all(file_fd)
+            userfiles.check_regular(file_fd, str(target))
+            source = userfiles.read_fd(file_fd, str(target))  # pread: the child reads the fd from offset 0
         except BaseException:
             os.close(file_fd)
             raise
@@ -323,7 +333,13 @@ def write_text(path: str | Path, text: str, workspace: Path, *, overwrite: bool)
     target = resolve_output(path, workspace, overwrite=overwrite)
     root = workspace.resolve()
     if root == ANYWHERE:
-        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+        except (FileExistsError, NotADirectoryError):
+            raise MintMigrateError(
+                f"cannot write {target}: {target.parent} (or a folder above it) is a file, not a folder. Give an "
+                "output folder that is new or a folder already."
+            ) from None
         dir_fd = os.open(target.parent, os.O_RDONLY | os.O_DIRECTORY)
     else:
         base, relative = _relative_to_some(target, [workspace])  # type: ignore[misc]

@@ -33,6 +33,7 @@ class LocalServer:
         self.state_dir = state_dir
         self.log_path = log_path
         self._owns_state_dir = owns_state_dir
+        self._owns_log = False  # set by start() for the temporary log it made
 
     @property
     def pid(self) -> int:
@@ -90,7 +91,7 @@ class LocalServer:
             cmd.append("--no-jwt-auth")
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         with open(log, "a", encoding="utf-8") as log_file:  # the child keeps its own copy of the fd
-            proc = Supervised(cmd, env=env, stderr=log_file, name="mint-local")
+            proc = Supervised(cmd, env=env, stderr=log_file, name="mint-local", watch=False)
         try:
             base_url = None
             for line in proc.lines(deadline=time.monotonic() + timeout_s):
@@ -110,13 +111,18 @@ class LocalServer:
                 ) from e
         except BaseException:  # Ctrl-C included: a half-started server must not outlive the caller
             proc.stop()
+            _remove_temporaries(state if owns_state_dir else None, log if log_path is None else None)
             raise
-        return cls(proc, base_url, model_name, state, log, owns_state_dir)
+        server = cls(proc, base_url, model_name, state, log, owns_state_dir)
+        server._owns_log = log_path is None
+        return server
 
     def stop(self) -> None:
-        self.proc.stop(grace_s=10)
-        if self._owns_state_dir:
-            shutil.rmtree(self.state_dir, ignore_errors=True)
+        """Stop the server and remove the temporary state folder and log it made (not the caller's)."""
+        try:
+            self.proc.stop(grace_s=10)
+        finally:
+            _remove_temporaries(self.state_dir if self._owns_state_dir else None, self.log_path if self._owns_log else None)
 
     def __enter__(self) -> LocalServer:
         return self
@@ -126,6 +132,13 @@ class LocalServer:
 
     def __repr__(self) -> str:
         return f"LocalServer(base_url={self.base_url!r}, model_name={self.model_name!r}, pid={self.pid})"
+
+
+def _remove_temporaries(state_dir: Path | None, log: Path | None) -> None:
+    if state_dir is not None:
+        shutil.rmtree(state_dir, ignore_errors=True)
+    if log is not None:
+        log.unlink(missing_ok=True)
 
 
 def _served_model(base_url: str) -> str:

@@ -8,6 +8,11 @@ mint-migrate's smoke runs run the training script with it. A `Supervised` proces
   child that moved to a session of its own, or was orphaned, is still found in /proc;
 - runs under a caller that is a child subreaper (Linux prctl), so orphans of the tree are
   reparented to the caller, not to init, and can be reaped;
+- is watched (unless started with watch=False, as mint-local is): a thread records every
+  descendant by its PPid chain (and start time, against PID
+  reuse) while the tree runs, so a child that cleared its environment (no tag) and called setsid
+  (a group of its own) is still known after its parent exited; an orphan reparented to the caller
+  in a session of its own, too quick for the watch, is claimed by the trees then running;
 - hands its output to the caller line by line (a reader thread), with a deadline and a cancel
   event, and stops reading once the process has exited even if a leftover child still holds the
   pipe open;
@@ -43,18 +48,22 @@ PR_SET_CHILD_SUBREAPER = 36
 LINGER_AFTER_EXIT_S = 2.0
 _POLL_S = 0.02  # how often lines() looks for new output (a sleep: no lock for Ctrl-C to interrupt)
 
+_WATCH_S = 0.2  # how often the watcher reads the process table (a few ms each time)
 _LIVE: set[Supervised] = set()
 _OURS: dict[str, int] = {}  # tag -> pid of every process started here
 _LIVE_LOCK = threading.RLock()  # re-entered by stop_all() from a signal handler
 _SUBREAPER: bool | None = None
+_WATCHER: threading.Thread | None = None
 
 
 @dataclass(frozen=True)
 class Leftover:
-    """A process the supervised one started that was still running when it was stopped."""
+    """A process the supervised one started that was still running when it was stopped;
+    `survived`: still running after SIGKILL (another user's, or stuck in the kernel)."""
 
     pid: int
     command: str
+    survived: bool = False
 
 
 def become_subreaper() -> bool:
@@ -82,8 +91,13 @@ class Supervised:
         stderr=subprocess.STDOUT,
         name: str = "process",
         pass_fds: Sequence[int] = (),
+        watch: bool = True,
     ) -> None:
         become_subreaper()
+        # A long-lived server that starts no daemons says watch=False: the watch costs a read of the
+        # process table every _WATCH_S for as long as it lives, and it would claim every process in a
+        # session of its own that the caller starts meanwhile (the caller's own children among them).
+        self.watch = watch
         self.tag = f"{name}-{uuid.uuid4().hex}"
         self.started = time.time()
         environment = dict(os.environ if env is None else env)
@@ -105,6 +119,8 @@ class Supervised:
         self.timed_out = False
         self.cancelled = False
         self.leftovers: list[Leftover] = []
+        self._descendants: dict[int, int] = {}  # pid -> start time (clock ticks) of every process seen in the tree
+        self._start_ticks: int | None = None
         # A deque, not a queue.Queue: Ctrl-C raises KeyboardInterrupt wherever the main thread is, and
         # one landing just after a Queue took its lock leaves that lock held for ever (the next
         # get() hangs). deque's append/popleft take no lock the main thread could be holding.
@@ -116,6 +132,8 @@ class Supervised:
         with _LIVE_LOCK:
             _LIVE.add(self)
             _OURS[self.tag] = self.pid
+        if watch:
+            _start_watcher()
 
     # --- output ----------------------------------------------------------------------------
 
@@ -176,14 +194,54 @@ class Supervised:
 
     def tree(self) -> list[int]:
         """Every live process of this tree except the supervised one: its process group, any
-        process carrying its tag, and orphans reparented to this (subreaper) process since it started."""
+        process carrying its tag, every descendant the watcher recorded (still the same process),
+        and orphans in a session of their own reparented to this (subreaper) process since it started."""
+        if self.watch:
+            self._record(_table())
         found = set()
         for pid, info in _processes().items():
             if pid == self.pid or info.zombie:
                 continue
             if info.pgid == self.pid or info.tag == self.tag:
                 found.add(pid)
+        table = _table()
+        for pid, ticks in list(self._descendants.items()):
+            now = table.get(pid)
+            if pid != self.pid and now is not None and now.ticks == ticks and not now.zombie:
+                found.add(pid)
         return sorted(found)
+
+    def _record(self, table: dict[int, _Stat]) -> None:
+        """Add to the recorded descendants every process whose PPid chain reaches the supervised
+        process or one recorded before (each compared by start time, so a reused PID is not taken)."""
+        me = table.get(self.pid)
+        if self._start_ticks is None and me is not None:
+            self._start_ticks = me.ticks
+        if self._start_ticks is None:
+            return
+        known = {pid for pid, ticks in self._descendants.items() if (t := table.get(pid)) is not None and t.ticks == ticks}
+        if me is not None and me.ticks == self._start_ticks:
+            known.add(self.pid)
+        children: dict[int, list[int]] = collections.defaultdict(list)
+        for pid, info in table.items():
+            children[info.ppid].append(pid)
+        queue = list(known)
+        while queue:
+            for child in children.get(queue.pop(), []):
+                info = table[child]
+                if child not in known and info.ticks >= self._start_ticks:
+                    known.add(child)
+                    self._descendants[child] = info.ticks
+                    queue.append(child)
+        # An orphan reparented here in a session of its own: a daemon of some tree that double-forked
+        # faster than the watch. Processes this one starts itself stay in its session (or are _OURS).
+        here, session = os.getpid(), os.getsid(0)
+        with _LIVE_LOCK:
+            ours = set(_OURS.values())
+        for pid, info in table.items():
+            if info.ppid == here and info.sid != session and pid not in ours and info.ticks >= self._start_ticks:
+                if pid not in self._descendants:
+                    self._descendants[pid] = info.ticks
 
     # --- the kill ladder -------------------------------------------------------------------
 
@@ -210,6 +268,11 @@ class Supervised:
             _reap_orphans()
             time.sleep(0.05)
         _reap_orphans()
+        if survivors := set(self.tree()):  # SIGKILL did not end them: say so
+            infos = _processes()
+            self.leftovers = [Leftover(p.pid, p.command, p.pid in survivors) for p in self.leftovers]
+            self.leftovers += [Leftover(pid, infos[pid].command if pid in infos else "?", True)
+                               for pid in sorted(survivors - {p.pid for p in self.leftovers})]
         self._reader.join(timeout=5)  # every writer is gone, so the rest of the output is in the queue
         with _LIVE_LOCK:
             _LIVE.discard(self)
@@ -311,6 +374,63 @@ def _processes() -> dict[int, _Info]:
             ppid=int(fields[1]), pgid=int(fields[2]), zombie=fields[0] == "Z", tag=tag, command=command[:300]
         )
     return found
+
+
+@dataclass(frozen=True)
+class _Stat:
+    ppid: int
+    sid: int
+    ticks: int  # start time after boot, in clock ticks: with the pid, names one process for ever
+    zombie: bool
+
+
+def _table() -> dict[int, _Stat]:
+    """pid -> (ppid, session, start time, zombie) of every process, from /proc/PID/stat alone (cheap
+    enough to read every _WATCH_S)."""
+    found: dict[int, _Stat] = {}
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return found
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as handle:
+                stat = handle.read().decode(errors="replace")
+        except OSError:
+            continue
+        fields = stat[stat.rfind(")") + 2 :].split()
+        try:
+            found[int(name)] = _Stat(ppid=int(fields[1]), sid=int(fields[3]), ticks=int(fields[19]), zombie=fields[0] == "Z")
+        except (IndexError, ValueError):
+            continue
+    return found
+
+
+def _start_watcher() -> None:
+    """One thread records the descendants of every live Supervised process; it ends with the last."""
+    global _WATCHER
+    with _LIVE_LOCK:
+        if _WATCHER is not None:
+            return
+        _WATCHER = threading.Thread(target=_watch, name="supervised-watch", daemon=True)
+        _WATCHER.start()
+
+
+def _watch() -> None:
+    global _WATCHER
+    while True:
+        with _LIVE_LOCK:
+            live = [proc for proc in _LIVE if proc.watch]
+            if not live:  # decided under the lock _start_watcher takes: a new process starts a new watch
+                _WATCHER = None
+                return
+        table = _table()
+        for proc in live:
+            with contextlib.suppress(Exception):  # a watch that fails once must not end the watching
+                proc._record(table)
+        time.sleep(_WATCH_S)
 
 
 def _reap_orphans() -> None:

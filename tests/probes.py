@@ -54,6 +54,43 @@ time.sleep(300)
 """
 
 
+# Leaves daemons that clear their environment (no tag, no MARKER) and leave the script's process
+# group: a setsid child that ignores SIGTERM, and a double-forked one that holds the script's stdout.
+# Writes every pid to ./pids (the script's first), then finishes or keeps running like LEAVES_CHILDREN.
+CLEARS_ENV = """\
+import os, pathlib, subprocess, sys, time
+assert "--smoke" in sys.argv and "--steps" in sys.argv
+stubborn = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(300)"
+setsid_child = subprocess.Popen([sys.executable, "-c", stubborn], env={}, start_new_session=True,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+daemon = pathlib.Path(__file__).with_name("daemon")
+double = (
+    "import os, time\\n"
+    "if os.fork():\\n    os._exit(0)\\n"
+    "os.setsid()\\n"
+    "if os.fork():\\n    os._exit(0)\\n"
+    f"open({str(daemon)!r}, 'w').write(str(os.getpid()))\\n"
+    "time.sleep(300)\\n"
+)
+subprocess.run([sys.executable, "-c", double], env={})  # its grandchild keeps our stdout open
+while not daemon.exists() or not daemon.read_text():
+    time.sleep(0.01)
+pathlib.Path(__file__).with_name("pids").write_text(f"{os.getpid()} {setsid_child.pid} {daemon.read_text()}")
+print("METRIC step=1 loss=1.5 tokens=4 step_s=0.1", flush=True)
+if FINISH:
+    print("METRIC step=2 loss=1.25 tokens=4 step_s=0.1", flush=True)
+    print("METRIC done=1 steps=2", flush=True)
+    sys.exit(0)
+time.sleep(300)
+"""
+
+
+def write_daemon_script(folder: Path, finish: bool) -> Path:
+    script = folder / "train.py"
+    script.write_text(CLEARS_ENV.replace("FINISH", str(finish)), encoding="utf-8")
+    return script
+
+
 def write_script(folder: Path, finish: bool) -> Path:
     script = folder / "train.py"
     script.write_text(LEAVES_CHILDREN.replace("FINISH", str(finish)), encoding="utf-8")

@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 
@@ -22,6 +23,7 @@ from probes import (
     mcp_run_then,
     wait_for,
     with_default_sigint,
+    write_daemon_script,
     write_script,
 )
 
@@ -44,6 +46,29 @@ def test_children_left_behind_are_listed_and_killed_and_a_held_stdout_is_no_time
     pids = [int(p) for p in (tmp_path / "pids").read_text().split()]
     assert sorted(p.pid for p in verdict.left_running) == sorted(pids[1:])
     assert any("were still running when the run ended, and were killed" in note for note in verdict.notes)
+    assert gone(pids) == []
+
+
+@pytest.mark.slow
+def test_daemons_that_clear_their_environment_and_leave_the_group_are_found_listed_and_killed(tmp_path):
+    """No tag, no process group: the watcher's PPid chain and the subreaper still know them; the one
+    holding stdout does not turn a finished script into a timeout."""
+    script = write_daemon_script(tmp_path, finish=True)
+    verdict = run_smoke(script, steps=2, timeout_s=120)
+    assert verdict.passed, format_verdict(verdict)
+    assert verdict.exit_code == 0 and verdict.duration_s < 60  # not the 120 s timeout
+    pids = [int(p) for p in (tmp_path / "pids").read_text().split()]
+    assert sorted(p.pid for p in verdict.left_running) == sorted(pids[1:])
+    assert gone(pids) == []
+
+
+@pytest.mark.slow
+def test_daemons_are_killed_on_a_timeout_too(tmp_path):
+    script = write_daemon_script(tmp_path, finish=False)
+    verdict = run_smoke(script, steps=2, timeout_s=20)
+    pids = [int(p) for p in (tmp_path / "pids").read_text().split()]
+    assert [e.kind for e in verdict.errors] == ["timeout"], format_verdict(verdict)
+    assert set(pids[1:]) <= {p.pid for p in verdict.left_running}
     assert gone(pids) == []
 
 
@@ -101,3 +126,52 @@ async def test_sigterm_to_the_mcp_server_mid_run_leaves_nothing(tmp_path):
     during, mark = await mcp_run_then(tmp_path, terminate)
     assert len(during) >= 5, during
     assert gone(during) == [] and marked(mark) == []
+
+
+def _cli_smoke(script: Path, tmpdir: Path, *args: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        [CLI, "smoke", str(script), "--json", *args],
+        env=dict(os.environ, TMPDIR=str(tmpdir)),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        preexec_fn=with_default_sigint,
+    )
+
+
+@pytest.mark.slow
+def test_a_finished_cli_run_leaves_no_temporary_files(tmp_path):
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    cli = _cli_smoke(write_script(tmp_path, finish=True), tmpdir, "--timeout", "300")
+    out, err = communicate_or_show_stacks(cli, timeout=300)
+    assert cli.returncode == 0, err[-2000:]
+    assert json.loads(out)["passed"] is True
+    assert sorted(p.name for p in tmpdir.iterdir() if p.name.startswith("mint-local")) == []
+
+
+@pytest.mark.slow
+def test_a_second_ctrl_c_while_stopping_still_prints_one_verdict_and_leaves_nothing(tmp_path):
+    """The run's stubborn child ignores SIGTERM, so stopping takes the grace period: the second
+    Ctrl-C lands while the processes are being killed."""
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    script = write_daemon_script(tmp_path, finish=False)
+    cli = _cli_smoke(script, tmpdir, "--timeout", "300")
+    try:
+        wait_for(lambda: (tmp_path / "pids").exists())
+        pids = [int(p) for p in (tmp_path / "pids").read_text().split()]
+        cli.send_signal(signal.SIGINT)
+        time.sleep(1.0)
+        cli.send_signal(signal.SIGINT)
+        out, err = communicate_or_show_stacks(cli, timeout=180)
+    finally:
+        if cli.poll() is None:
+            cli.kill()
+    assert cli.returncode == 130, err[-2000:]
+    assert "Traceback" not in err
+    verdict = json.loads(out)  # exactly one document: json.loads refuses anything after it
+    assert [e["kind"] for e in verdict["errors"]] == ["interrupted"]
+    assert gone(pids) == []
+    assert sorted(p.name for p in tmpdir.iterdir() if p.name.startswith("mint-local")) == []

@@ -215,3 +215,24 @@ async def test_a_folder_or_file_swapped_for_a_link_mid_call_is_never_read_or_run
     for name, succeeded in outcomes.items():  # the racer won some calls, and lost some: a real race
         assert 0 < sum(succeeded) < len(succeeded), (name, sum(succeeded), len(succeeded))
     assert sorted(p.name for p in outside.iterdir()) == ["cfg.yaml", "secret.py", "train.py"]
+
+
+@pytest.mark.slow
+@pytest.mark.anyio
+async def test_a_smoke_verdict_shows_no_source_line_of_a_file_outside_the_workspace(places):
+    """Python prints a traceback's source lines by re-reading each file by name, so a frame in a
+    file outside the workspace (imported from there, or a name swapped for a link while the run
+    went on) would show that file's lines. The verdict keeps only lines it can read inside."""
+    workspace, outside = places
+    (outside / "helper.py").write_text("def fail():\n    raise RuntimeError('boom')  # OUTSIDE-LINE-MARK\n",
+                                       encoding="utf-8")
+    (workspace / "train.py").write_text(
+        f"import sys\nsys.path.insert(0, {str(outside)!r})\nimport helper\nhelper.fail()  # INSIDE-LINE-MARK\n",
+        encoding="utf-8",
+    )
+    async with Client(create_server(workspace)) as client:
+        result = await client.call_tool("launch_smoke_run", {"script_path": "train.py", "timeout_s": 120})
+    text = str(result.structured_content)
+    assert "RuntimeError: boom" in text  # the run failed as written, and its traceback is there
+    assert "OUTSIDE-LINE-MARK" not in text
+    assert "INSIDE-LINE-MARK" in text  # the script's own line, from the very file that ran

@@ -14,6 +14,7 @@ from typing import Any
 
 import libcst as cst
 
+from mcp_server import arithmetic
 from mcp_server.analyze.evidence import Level, Loc, Value
 from mcp_server.analyze.yamlconf import YamlConfig
 from mcp_server.pyindex import (
@@ -36,6 +37,9 @@ _PARSE_METHODS = {"parse_args_into_dataclasses", "parse_args_and_config", "parse
 _CONFIG_LOADERS = {"yaml.safe_load", "yaml.load", "yaml.full_load", "omegaconf.OmegaConf.load", "OmegaConf.load",
                    "json.load", "json.loads", "tomllib.load", "toml.load"}
 _MAX_DEPTH = 12
+_MAX_CONCAT = 100_000  # characters or items a constant string or list may reach by `+`
+_ARITHMETIC = {cst.Add: "+", cst.Subtract: "-", cst.Multiply: "*", cst.Divide: "/", cst.FloorDivide: "//",
+               cst.Modulo: "%", cst.Power: "**"}
 
 
 @dataclass
@@ -309,27 +313,16 @@ class PySource:
         a, b, op = left.value, right.value, node.operator
         try:
             if _is_number(a) and _is_number(b):
-                if isinstance(op, cst.Add):
-                    value = a + b
-                elif isinstance(op, cst.Subtract):
-                    value = a - b
-                elif isinstance(op, cst.Multiply):
-                    value = a * b
-                elif isinstance(op, cst.Divide):
-                    value = a / b
-                elif isinstance(op, cst.FloorDivide):
-                    value = a // b
-                elif isinstance(op, cst.Modulo):
-                    value = a % b
-                elif isinstance(op, cst.Power):
-                    value = a**b
-                else:
+                if type(op) not in _ARITHMETIC:
                     return None
+                value = arithmetic.binary(_ARITHMETIC[type(op)], a, b)  # bounded: `10 ** 10 ** 10` is refused
             elif isinstance(op, cst.Add) and type(a) is type(b) and isinstance(a, str | list):
                 value = a + b
+                if len(value) > _MAX_CONCAT:  # `s = s + s` forty times is a gigabyte
+                    return None
             else:
                 return None
-        except (ZeroDivisionError, OverflowError):
+        except (ZeroDivisionError, OverflowError, ValueError):
             return None
         return Value(value, loc, min(left.level, right.level))
 

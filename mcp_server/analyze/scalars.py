@@ -12,6 +12,7 @@ _FLOAT = re.compile(r"[-+]?(\d+\.\d*|\.\d+|\d+)([eE][-+]?\d+)?\Z")
 _TRUE = {"true", "yes", "on"}
 _FALSE = {"false", "no", "off"}
 _NULL = {"null", "none", "~"}
+_MAX_DIGITS = 4000
 
 
 def parse_scalar(text: str) -> Any:
@@ -21,6 +22,8 @@ def parse_scalar(text: str) -> Any:
         return s[1:-1]
     low = s.lower()
     if _INT.match(s):
+        if len(s) > _MAX_DIGITS:  # Python refuses to convert longer ones (int_max_str_digits): keep the text
+            return s
         return int(s)
     if _FLOAT.match(s):
         return float(s)

@@ -9,10 +9,10 @@ quoted, so that expansion (shell.py) can split unquoted expansions into words as
 """
 
 import ast
-import operator
 import re
 from dataclasses import dataclass, field
 
+from mcp_server import arithmetic
 from mcp_server.errors import MintMigrateError
 from mcp_server.pyparse import PythonSyntaxError, parse_ast
 
@@ -352,9 +352,8 @@ class Unresolved(Exception):
     """A value that depends on something the script does not define."""
 
 
-_ARITH_OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Pow: operator.pow,
-              ast.Mod: operator.mod, ast.FloorDiv: operator.floordiv, ast.LShift: operator.lshift,
-              ast.RShift: operator.rshift}
+_ARITH_OPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Pow: "**", ast.Mod: "%", ast.FloorDiv: "/",
+              ast.LShift: "<<", ast.RShift: ">>"}
 
 
 def arith(expr: str, lookup) -> int:
@@ -362,8 +361,9 @@ def arith(expr: str, lookup) -> int:
     expr = re.sub(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?", r"\1", expr).replace("/", "//").replace("////", "//")
     if len(expr) > 500:
         raise Unresolved()
+    source = expr.strip()
     try:
-        tree = parse_ast(expr.strip(), mode="eval")
+        tree = parse_ast(source, mode="eval")
     except PythonSyntaxError as exc:
         raise Unresolved() from exc
 
@@ -378,17 +378,21 @@ def arith(expr: str, lookup) -> int:
                 raise Unresolved()
             return int(text)
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
-            value = ev(node.operand)
-            return -value if isinstance(node.op, ast.USub) else value
+            sign = "-" if isinstance(node.op, ast.USub) else "+"
+            operand = node.operand
+            between = source[node.col_offset + 1 : operand.col_offset] if node.lineno == operand.lineno == 1 else "("
+            if isinstance(operand, ast.BinOp) and isinstance(operand.op, ast.Pow) and "(" not in between:
+                # bash's unary minus binds tighter than **: `-2**2` is (-2)**2, `-(2**2)` is not
+                return binary(ast.Pow, arithmetic.unary(sign, ev(operand.left), mode="bash"), ev(operand.right))
+            return int(arithmetic.unary(sign, ev(operand), mode="bash"))
         if isinstance(node, ast.BinOp) and type(node.op) in _ARITH_OPS:
-            left, right = ev(node.left), ev(node.right)
-            if isinstance(node.op, ast.FloorDiv | ast.Mod) and right == 0:
-                raise Unresolved()
-            if isinstance(node.op, ast.Pow) and (right < 0 or right > 64):
-                raise Unresolved()
-            if isinstance(node.op, ast.FloorDiv):  # bash truncates toward zero
-                return int(left / right) if (left < 0) != (right < 0) else left // right
-            return _ARITH_OPS[type(node.op)](left, right)
+            return binary(type(node.op), ev(node.left), ev(node.right))
         raise Unresolved()
+
+    def binary(op: type, left: int, right: int) -> int:
+        try:  # bash's own semantics: 64-bit integers that wrap, `$((-7 % 3))` is -1
+            return int(arithmetic.binary(_ARITH_OPS[op], left, right, mode="bash"))
+        except (ArithmeticError, ValueError) as exc:
+            raise Unresolved() from exc
 
     return ev(tree)

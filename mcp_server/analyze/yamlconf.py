@@ -17,6 +17,91 @@ from mcp_server.errors import MintMigrateError
 
 _INTERP = re.compile(r"\$\{([^${}]+)\}")
 
+# A config is a few hundred keys; these bounds are far above that and far below what hurts. Without
+# them a 374-byte alias bomb expands to billions of nodes, and deep nesting or a recursive alias
+# exhausts Python's stack.
+MAX_YAML_CHARS = 2_000_000
+MAX_DEPTH = 100
+MAX_ALIASES = 10_000
+MAX_NODES = 200_000  # with every alias expanded
+
+
+class _BoundedLoader(yaml.SafeLoader):
+    """PyYAML's safe composer, refusing (a ComposerError, so a parse error) nesting deeper than
+    MAX_DEPTH and more than MAX_ALIASES aliases."""
+
+    def __init__(self, stream: str):
+        super().__init__(stream)
+        self._depth = 0
+        self._aliases = 0
+
+    def compose_node(self, parent, index):
+        if self.check_event(yaml.AliasEvent):
+            self._aliases += 1
+            if self._aliases > MAX_ALIASES:
+                raise _refused(f"more than {MAX_ALIASES} aliases", self.peek_event().start_mark)
+        self._depth += 1
+        try:
+            if self._depth > MAX_DEPTH:
+                raise _refused(f"nested deeper than {MAX_DEPTH} levels", self.peek_event().start_mark)
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+
+def _refused(problem: str, mark) -> yaml.YAMLError:
+    return yaml.composer.ComposerError(None, None, problem, mark)
+
+
+def _check_expansion(root: yaml.Node) -> None:
+    """Refuse a recursive alias, or one whose expansion would exceed MAX_NODES (an alias bomb).
+    Iterative, with every shared node sized once, so the check itself costs the document's size."""
+    sizes: dict[int, int] = {}
+    open_nodes: set[int] = set()
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, children_done = stack.pop()
+        if id(node) in sizes:
+            continue
+        children = _children(node)
+        if children_done:
+            open_nodes.discard(id(node))
+            sizes[id(node)] = size = 1 + sum(sizes[id(child)] for child in children)
+            if size > MAX_NODES:
+                raise _refused(f"expands to more than {MAX_NODES} values (an alias bomb?)", node.start_mark)
+            continue
+        if id(node) in open_nodes:
+            raise _refused("an alias refers to a node that contains it (a recursive alias)", node.start_mark)
+        open_nodes.add(id(node))
+        stack.append((node, True))
+        for child in children:
+            if id(child) in open_nodes:
+                raise _refused("an alias refers to a node that contains it (a recursive alias)", child.start_mark)
+            if id(child) not in sizes:
+                stack.append((child, False))
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    if isinstance(node, yaml.MappingNode):
+        return [part for pair in node.value for part in pair]
+    return []
+
+
+def compose_bounded(text: str) -> yaml.Node | None:
+    """The YAML node graph of `text`, within the bounds above (else a yaml.YAMLError)."""
+    if len(text) > MAX_YAML_CHARS:
+        raise _refused(f"the file is larger than {MAX_YAML_CHARS:,} characters", None)
+    loader = _BoundedLoader(text)
+    try:
+        node = loader.get_single_node()
+    finally:
+        loader.dispose()
+    if node is not None:
+        _check_expansion(node)
+    return node
+
 
 class YamlConfig:
     def __init__(self, text: str, label: str, level: Level = Level.CONFIG):
@@ -27,7 +112,7 @@ class YamlConfig:
         self.text_head = text[:2048]  # for directives in the first comments (hydra's `# @package`)
         self.skipped: list[str] = []  # a composition's entries that could not be read (hydra.py)
         try:
-            node = yaml.compose(text, Loader=yaml.SafeLoader)
+            node = compose_bounded(text)
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
             line = mark.line + 1 if mark else 1

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
+from mcp_server import arithmetic
 from mcp_server.lint.registry import get_rule
 from mcp_server.plan import Finding
 from mcp_server.pyindex import PyIndex, string_value
@@ -178,26 +179,22 @@ def number_value(expr: cst.BaseExpression | None, module: cst.Module) -> float |
     return value
 
 
+_OPERATORS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Pow: "**"}
+
+
 def _eval_number(node: ast.AST) -> float:
     """Numbers and + - * / ** on numbers (so `5 * 1e-6` and `2e-5 / 4` are read); nothing else."""
+    return float(_exact_number(node))
+
+
+def _exact_number(node: ast.AST) -> int | float:
+    """The value, computed by the analyzer's own bounded evaluator (`10 ** 10 ** 10` is refused)."""
     if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
-        return float(node.value)
+        return node.value
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
-        value = _eval_number(node.operand)
-        return -value if isinstance(node.op, ast.USub) else value
-    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.Pow)):
-        left, right = _eval_number(node.left), _eval_number(node.right)
-        if isinstance(node.op, ast.Add):
-            return left + right
-        if isinstance(node.op, ast.Sub):
-            return left - right
-        if isinstance(node.op, ast.Mult):
-            return left * right
-        if isinstance(node.op, ast.Div):
-            return left / right
-        if abs(right) > 64:
-            raise ValueError("exponent too large")
-        return float(left**right)
+        return arithmetic.unary("-" if isinstance(node.op, ast.USub) else "+", _exact_number(node.operand))
+    if isinstance(node, ast.BinOp) and type(node.op) in _OPERATORS:
+        return arithmetic.binary(_OPERATORS[type(node.op)], _exact_number(node.left), _exact_number(node.right))
     raise ValueError("not a number")
 
 

@@ -537,13 +537,14 @@ def parity_markdown(report: ParityReport) -> str:
 
 def record_in_migration_md(report: ParityReport, workspace: Path) -> Path | None:
     """Write the report as the "Parity" section of the MIGRATION.md beside train.py, if there is one."""
+    from mcp_server import userfiles
     from mcp_server.report import with_section
     from mcp_server.workspace import write_text
 
     target = Path(report.train).parent / "MIGRATION.md"
     if not target.is_file():
         return None
-    text = with_section(target.read_text(encoding="utf-8"), "Parity", parity_markdown(report))
+    text = with_section(userfiles.read_text(target), "Parity", parity_markdown(report))  # the one door
     return write_text(target, text, workspace, overwrite=True)
 
 

@@ -21,6 +21,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from mcp_server import userfiles
 from mcp_server.parity.records import ParityFinding, ParityReport, SequenceRecord, SideRecord
 
 LOSS_TOLERANCE = 1e-4  # float32 on both sides
@@ -38,7 +39,7 @@ class Vocab:
 
         self.tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
         config_path = model_dir / "tokenizer_config.json"
-        config = json.loads(config_path.read_text(encoding="utf-8")) if config_path.is_file() else {}
+        config = json.loads(userfiles.read_text(config_path)) if config_path.is_file() else {}  # the one door
         self.eos = self._id(config.get("eos_token"))
         self.bos = self._id(config.get("bos_token"))
         self.special = {i for i, t in self.tokenizer.get_added_tokens_decoder().items() if t.special}

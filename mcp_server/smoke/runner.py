@@ -27,14 +27,13 @@ from mcp_server.render import with_companion
 from mcp_server.smoke import scope
 from mcp_server.smoke.classify import FIX_URL, classify
 from mcp_server.smoke.metrics import RunOutput, number
-from mcp_server.smoke.redaction import redact, redact_model
+from mcp_server.smoke.redaction import redact, redact_model, visible_secrets
 from mcp_server.smoke.servers import local_server
 from mcp_server.smoke.verdict import LeftProcess, SmokeError, SmokeProgress, SmokeVerdict
-from mcp_server.workspace import PinnedScript, pinned_script
+from mcp_server.workspace import PinnedScript, fenced, line_inside, pinned_script
 
 LOCAL_API_KEY = "sk-mint-local-smoke"  # mint-local accepts any sk- key; this one is not a secret
 LOG_TAIL_LINES = 60
-KEY_NAMES = ("MINT_API_KEY", "TINKER_API_KEY")
 
 
 class SmokeInterrupted(KeyboardInterrupt):
@@ -54,11 +53,6 @@ class _Finished(Exception):
 
 def _accepts(source: str, flag: str) -> bool:
     return re.search(rf"""["']{re.escape(flag)}["']""", source) is not None
-
-
-def _user_keys(script: Path) -> list[str]:
-    """The user's own keys, wherever the script could find them (environment or .env)."""
-    return [value for name in KEY_NAMES if (value := setting(name, script)[0])]
 
 
 def _local_target(
@@ -216,7 +210,7 @@ def _run_pinned(
 ) -> SmokeVerdict:
     script = pinned.path
     verdict = SmokeVerdict(passed=False, target=target, script=str(script), steps_requested=steps)
-    secrets = _user_keys(script)
+    secrets = visible_secrets(script)  # the environment's, the .env files', our command line's
 
     def progress(step: int, message: str) -> None:
         if on_progress is None:
@@ -293,9 +287,10 @@ def _run_pinned(
         left = proc.stop()
     for line in proc.drained():
         on_line(line)
+    lines[:] = _fence_tracebacks(lines, pinned)
     stopped_early = proc.timed_out or proc.cancelled or interrupted
     verdict.exit_code = None if stopped_early else proc.returncode
-    verdict.left_running = [LeftProcess(pid=p.pid, command=p.command) for p in left]
+    verdict.left_running = [LeftProcess(pid=p.pid, command=p.command, survived=p.survived) for p in left]
     _summarise(verdict, output)
     verdict.log_tail = "\n".join(lines[-LOG_TAIL_LINES:])
     verdict.notes += _notes(verdict, smoke_flags, proc.timed_out)
@@ -327,6 +322,49 @@ def _run_pinned(
     return finish(errors)
 
 
+_FRAME = re.compile(r'^(\s*)File "([^"]+)", line (\d+)')
+_HIDDEN_LINE = "[source line not shown: not read from inside the workspace]"
+
+
+def _fence_tracebacks(lines: list[str], pinned: PinnedScript) -> list[str]:
+    """Under an MCP tool's fence, the source lines of the script's tracebacks as far as they are
+    the workspace's own. Python prints them by re-reading each file BY NAME when the traceback is
+    printed: a name inside the workspace swapped for a link (or a module imported from elsewhere)
+    shows lines of a file outside it. So a shown line stays only if it equals that line of the
+    script that ran (pinned) or of the file read through the fence now; else it is replaced."""
+    if not fenced():
+        return lines
+    script_lines = pinned.source.decode("utf-8", errors="replace").splitlines()
+    script_names = {str(pinned.path), os.path.realpath(pinned.path)}
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        out.append(line)
+        i += 1
+        frame = _FRAME.match(line)
+        if frame is None or i >= len(lines):
+            continue
+        source, indent = lines[i], len(frame.group(1))
+        if not source.strip() or _FRAME.match(source) or len(source) - len(source.lstrip()) <= indent:
+            continue  # no source line printed for this frame
+        i += 1
+        carets = []
+        while i < len(lines) and lines[i].strip() and set(lines[i].strip()) <= set("^~"):
+            carets.append(lines[i])
+            i += 1
+        path, number = frame.group(2), int(frame.group(3))
+        if path in script_names:
+            true = script_lines[number - 1] if 0 < number <= len(script_lines) else None
+        else:
+            true = line_inside(path, number)
+        if true is not None and true.strip() == source.strip():
+            out += [source, *carets]
+        else:
+            out.append(" " * (indent + 2) + _HIDDEN_LINE)
+    return out
+
+
 def _interrupted(why: str, steps_done: int = 0) -> SmokeError:
     return SmokeError(
         kind="interrupted",
@@ -351,4 +389,7 @@ def _notes(verdict: SmokeVerdict, smoke_flags: bool, timed_out: bool) -> list[st
             f"{len(verdict.left_running)} process(es) the script started were still running when the run ended, "
             f"and were killed: {shown}."
         )
+    if survivors := [p.pid for p in verdict.left_running if p.survived]:
+        notes.append(f"Process(es) {', '.join(map(str, survivors))} survived even SIGKILL: end them yourself "
+                     "(`kill -9 PID`, or as the user that owns them).")
     return notes

@@ -50,6 +50,7 @@ class LeftProcess(BaseModel):
 
     pid: int
     command: str
+    survived: bool = Field(default=False, description="Still running after SIGKILL: end it yourself.")
 
 
 class SmokeVerdict(BaseModel):

@@ -173,6 +173,9 @@ class ToolSpec:
     text: Callable[[Any, Any], str]
     exit_code: Callable[[Any], int] = lambda result: 0
     cancellable: bool = False  # runs processes: a client that goes away stops them
+    # reads and parses user input whose cost the input decides: over MCP it runs in a worker process
+    # with a deadline, killed when the client goes away (mcp_server/worker.py)
+    isolated: bool = False
     # The files a call wrote (absolute paths): the MCP server serves their full texts as resources.
     files: Callable[[Any], list[str]] = field(default=lambda result: [])
 

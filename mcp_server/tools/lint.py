@@ -80,6 +80,7 @@ TOOL = ToolSpec(
     request=LintRequest,
     result=LintResult,
     annotations=Hints(read_only=True, idempotent=True, open_world=False),
+    isolated=True,
     run=run,
     summary=lambda report, request, env: fit(LintResult.model_validate(report.model_dump()), whole=("fixed_source",)),
     full=lambda report, request, env: LintResult.model_validate(report.model_dump()),

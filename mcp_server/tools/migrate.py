@@ -205,6 +205,7 @@ TOOL = ToolSpec(
     request=MigrateRequest,
     result=MigrateResult,
     annotations=Hints(read_only=False, destructive=True, idempotent=True, open_world=False),
+    isolated=True,
     run=run,
     summary=lambda result, request, env: fit(summary(result, request, env)),
     full=full,

@@ -61,6 +61,7 @@ TOOL = ToolSpec(
     request=PreflightRequest,
     result=result_model,
     annotations=Hints(read_only=True, idempotent=True, open_world=True),
+    isolated=True,
     run=run,
     summary=lambda report, request, env: fit(result_model().model_validate(report.model_dump())),
     full=lambda report, request, env: result_model().model_validate(report.model_dump()),

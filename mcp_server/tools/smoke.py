@@ -66,12 +66,16 @@ def run(request: SmokeRequest, env: Env):
     source = env.optional(request.parity_source_path)
     received: list[int] = []
     if env.front == "cli":
-        def terminated(signum: int, _frame) -> None:  # SIGTERM/SIGHUP: stop the run as Ctrl-C does
+        def terminated(signum: int, _frame) -> None:  # SIGTERM/SIGHUP and Ctrl-C: stop the run
             received.append(signum)
-            raise KeyboardInterrupt
+            # Only the first stops the run: a second Ctrl-C while the run's processes are being killed
+            # would cut that short and lose the verdict (no JSON, a traceback). The run stops anyway.
+            if len(received) == 1:
+                raise KeyboardInterrupt
 
-        for signum in (signal.SIGTERM, signal.SIGHUP):
-            signal.signal(signum, terminated)
+        for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            if signum != signal.SIGINT or signal.getsignal(signum) is signal.default_int_handler:
+                signal.signal(signum, terminated)  # (a SIGINT ignored by who started us stays ignored)
     try:
         with env.fence():  # parity migrates the source afresh when asked, reading what it names
             return smoke_with_parity(
