@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
-from mcp_server import __version__
+from mcp_server import __version__, userfiles
 from mcp_server.errors import MintMigrateError
 from mcp_server.tools import TOOLS
 from mcp_server.tools.base import Env, Stopped, ToolSpec, cli_flag, cli_form, problems
@@ -114,7 +114,7 @@ def _progress(step: int, total: float | None, message: str) -> None:
 def _env() -> Env:
     def read_bytes(path: str) -> tuple[Path, bytes]:
         found = user_path(path)
-        return found, found.read_bytes()
+        return found, userfiles.read_bytes(found)  # regular files only, bounded: a FIFO never blocks
 
     return Env(front="cli", workspace=_ANYWHERE, read=user_path, read_bytes=read_bytes, progress=_progress)
 
