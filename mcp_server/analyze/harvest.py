@@ -22,9 +22,9 @@ from mcp_server.analyze.inputs import InputFile, Project
 from mcp_server.analyze.pycommon import OPTIMIZERS
 from mcp_server.analyze.pyvalues import CallSite, PySource
 from mcp_server.analyze.scalars import parse_scalar
-from mcp_server.pyparse import parse_ast
 from mcp_server.analyze.synonyms import looks_like_setting
 from mcp_server.pyindex import field_default
+from mcp_server.pyparse import parse_ast
 
 Kind = str  # flag | override | config | keyword | argparse | field | constant | local | dict | env | launcher
 
