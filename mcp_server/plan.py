@@ -201,7 +201,8 @@ class SchedulePlan(BaseModel):
     updates_per_batch: int = Field(default=1, description="Passes over each sampled batch (ppo_epochs).")
     normalize_advantages: bool = Field(default=False, description="Divide advantages by the group std.")
     loss_normalization: LossNormalization = "sum"
-    train_on: Literal["completion", "all"] = "completion"
+    # conversation: every token of a 'messages' row, the completion of a prompt/completion row (TRL's default)
+    train_on: Literal["completion", "all", "conversation"] = "completion"
     reasons: list[str] = Field(default_factory=list)
 
 

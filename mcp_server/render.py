@@ -155,8 +155,9 @@ class ScaffoldOptions(BaseModel):
     normalize_advantages: bool | None = Field(default=None, description="grpo: divide advantages by the group std.")
     max_prompt_tokens: int | None = Field(default=None, ge=1, description="grpo/distill: longest prompt kept.")
     max_prompt_length: int | None = Field(default=None, ge=1, description="dpo: longest prompt kept.")
-    train_on: Literal["completion", "all"] | None = Field(
-        default=None, description="sft: completion (prompt masked) or all tokens."
+    train_on: Literal["completion", "all", "conversation"] | None = Field(
+        default=None, description="sft: completion (prompt masked), all tokens, or conversation (every token of a "
+        "messages row, the completion of a prompt/completion row: TRL's default)."
     )
     data: DataOptions | None = Field(default=None, description="The source's data and its column mapping.")
     reward: RewardOptions | None = Field(default=None, description="grpo: your reward functions.")

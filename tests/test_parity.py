@@ -81,6 +81,17 @@ def errors(report) -> list:
 
 
 @pytest.mark.slow
+def test_trl_sft_messages_passes_as_migrated(tmp_path):
+    # TRL trains every token of `messages` data (no assistant_only_loss): the migration says
+    # TRAIN_ON = "conversation", which does the same, so parity passes with no edit and no argument.
+    train = migrated(SFT_CHAT, tmp_path)
+    assert 'TRAIN_ON = "conversation"' in train.read_text(encoding="utf-8")
+    report = check_parity(SFT_CHAT, train=train, rows=4)
+    assert report.passed, report.findings
+    assert report.verdict == "passed" and report.tokens_equal and report.positions_equal
+
+
+@pytest.mark.slow
 def test_trl_sft_messages_passes_when_train_py_trains_every_token(tmp_path):
     # TRL trains every token of `messages` data (no assistant_only_loss): TRAIN_ON = "all" matches it.
     train = set_constant(migrated(SFT_CHAT, tmp_path), "TRAIN_ON", '"all"')

@@ -24,6 +24,7 @@ from mcp_server.analyze.pyvalues import CallSite, PySource
 from mcp_server.analyze.scalars import parse_scalar
 from mcp_server.analyze.synonyms import looks_like_setting
 from mcp_server.pyindex import field_default
+from mcp_server.pyparse import parse_ast
 
 Kind = str  # flag | override | config | keyword | argparse | field | constant | local | dict | env | launcher
 
@@ -190,6 +191,28 @@ def _python(f: InputFile) -> list[Stated]:
     out += _assignments(src)
     out += _calls(src)
     out += _entry_defaults(src)
+    out += _attribute_settings(src)
+    return out
+
+
+def _attribute_settings(src: PySource) -> list[Stated]:
+    """`training_args.gradient_checkpointing_kwargs = {"use_reentrant": True}`, `cfg.lr = 1e-5`: a
+    setting given to a config object after it was built."""
+    import ast
+
+    out = []
+    for node in ast.walk(parse_ast(src.text, src.label)):
+        if not isinstance(node, ast.Assign) or len(node.targets) != 1 or not isinstance(node.targets[0], ast.Attribute):
+            continue
+        if isinstance(node.targets[0].value, ast.Name) and node.targets[0].value.id == "self":
+            continue  # an object's own state, not a run setting
+        try:
+            value = ast.literal_eval(node.value)
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            continue
+        if value is not None and (_plain(value) or _flat_dict(value)):
+            out.append(Stated(node.targets[0].attr, list(value) if isinstance(value, tuple) else value,
+                              src.at(node.lineno), Level.CODE, "attribute"))
     return out
 
 
@@ -354,6 +377,8 @@ def _literal_node(node: cst.BaseExpression) -> bool:
         return all(isinstance(e, cst.DictElement) and _literal_node(e.value) for e in node.elements)
     if isinstance(node, cst.FormattedString):
         return all(isinstance(p, cst.FormattedStringText) for p in node.parts)
+    if isinstance(node, cst.IfExp):  # a literal either way; which one, the evaluator decides from the test
+        return _literal_node(node.body) and _literal_node(node.orelse)
     return False
 
 

@@ -321,7 +321,7 @@ def _data_item(plan: MigrationPlan, base: dict, m: Meaning, s: Stated) -> Ledger
         carried = data.max_samples == value
     elif m.concept == "data.assistant_only_loss":
         kept = plan.schedule.train_on if plan.schedule else None
-        carried = kept == ("completion" if value else "all")
+        carried = kept == "completion" if value else kept in ("all", "conversation")
         if plan.mint and plan.mint.kind == "sft":
             return LedgerItem(**base, disposition="carried" if carried else "changed", constant="TRAIN_ON",
                               reason="" if carried else f"train.py trains on {kept} tokens")

@@ -243,6 +243,11 @@ class PySource:
             return None
         if isinstance(node, cst.BinaryOperation):
             return self._binary(node, scope, depth, loc)
+        if isinstance(node, cst.IfExp):  # `"steps" if val_set_size > 0 else "no"`: the branch the test picks
+            test = self.evaluate(node.test, scope, depth + 1)
+            if test is None or not isinstance(test.value, bool | int | float | str | None):
+                return None
+            return self.evaluate(node.body if test.value else node.orelse, scope, depth + 1)
         if isinstance(node, cst.Comparison) and len(node.comparisons) == 1:
             return self._compare(node, scope, depth, loc)
         if isinstance(node, cst.BooleanOperation) and isinstance(node.operator, cst.Or):

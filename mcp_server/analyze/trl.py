@@ -484,15 +484,18 @@ def read_task(project: Project, ev: Evidence, algorithm: Algorithm, kind: Scaffo
                    why=where or "TrainingArguments' default lr_scheduler_type=linear, no warmup")
     if kind == "sft":
         normalize_loss(task, "token_mean", "SFTTrainer averages the loss over the batch's trained tokens")
-        only = x.get("trl.assistant_only_loss")
+        only, completion_only = x.get("trl.assistant_only_loss"), x.get("trl.completion_only_loss")
         if only is not None and only.value is True:
             task.schedule.reasons.append(f"chat rows train the assistant's answer (assistant_only_loss, {only.loc}); "
                                          "train.py trains the last assistant message")
-        else:
-            task.warn("TRAIN_ON", "TRL trains every token of a conversational ('messages') dataset unless "
-                      "assistant_only_loss=True; train.py trains only the last assistant message (TRAIN_ON = "
-                      "'completion'). Set TRAIN_ON = 'all' if your data is conversational and you want TRL's "
-                      "objective exactly.")
+        elif completion_only is not None and completion_only.value is False:
+            task.schedule.train_on = "all"
+            task.schedule.reasons.append(f"every token is trained (completion_only_loss=False, {completion_only.loc})")
+        else:  # TRL's defaults, whatever the rows turn out to be
+            task.schedule.train_on = "conversation"
+            task.schedule.reasons.append("TRL trains every token of a conversation ('messages' rows) and only the "
+                                         "completion of a prompt/completion row (assistant_only_loss and "
+                                         "completion_only_loss at their defaults): TRAIN_ON = 'conversation'")
     if kind == "grpo":
         loss = x.get("trl.loss_type")
         mode = _TRL_LOSS_TYPES.get(str(loss.value) if loss else "dapo", "token_mean")
