@@ -11,7 +11,7 @@ its own mint-local:
              mint-local), train.py's step on mint-local, the comparison;
   warm       TRL SFT again without --fresh: the source side comes from the cache, as when an agent
              fixes train.py and checks again.
-verl and OpenRLHF need their envs (`python -m mcp_server.parity.framework_envs build verl|openrlhf`);
+verl and OpenRLHF need their envs (`python -m mint_migrate.parity.framework_envs build verl|openrlhf`);
 without one, that row is the (fast) inconclusive check. Wall time and CPU time (user + sys of the
 whole process tree) are printed; on a shared machine the CPU time is the steadier figure.
 """

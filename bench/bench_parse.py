@@ -1,4 +1,4 @@
-"""What the guarded parse door costs: mcp_server.pyparse.parse_module against bare libcst.
+"""What the guarded parse door costs: mint_migrate.pyparse.parse_module against bare libcst.
 
     python bench/bench_parse.py [--repeat 7]
 
@@ -20,7 +20,7 @@ import libcst
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.migrate_accuracy import synthetic_script
-from mcp_server import pyparse
+from mint_migrate import pyparse
 
 
 def interleaved_ms(first, second, repeat: int) -> tuple[float, float]:

@@ -90,7 +90,7 @@ def start_latency_proxy(upstream: str, latency_s: float) -> tuple[str, subproces
 
 def load_scaffold_helpers():
     """The async helpers exactly as a user gets them: render the grpo throughput variant and import it."""
-    from mcp_server.render import ScaffoldOptions, render_scaffold, write_scripts
+    from mint_migrate.render import ScaffoldOptions, render_scaffold, write_scripts
 
     folder = Path(tempfile.mkdtemp(prefix="bench-scaffold-"))  # train.py imports mint_run.py beside it
     path = write_scripts(folder, render_scaffold(ScaffoldOptions(kind="grpo", throughput=True)))

@@ -218,7 +218,7 @@ GRPO_ROWS = [
 def grpo_run(server: LocalServer, work: Path, max_tokens: int) -> dict:
     """The GRPO scaffold, 2 steps of 4 groups x 4 answers: wall time of the whole script, and the
     server's CPU seconds during it."""
-    from mcp_server.render import ScaffoldOptions, render_scaffold, write_scripts
+    from mint_migrate.render import ScaffoldOptions, render_scaffold, write_scripts
 
     script = write_scripts(work, render_scaffold(ScaffoldOptions(kind="grpo", base_model=server.model_name)))
     data = work / "rows.jsonl"

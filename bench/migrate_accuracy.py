@@ -26,8 +26,8 @@ sys.path.insert(0, str(ROOT))
 
 import libcst  # noqa: E402
 
-from mcp_server.analyze import analyze  # noqa: E402
-from mcp_server.plan import SETTING_KEYS  # noqa: E402
+from mint_migrate.analyze import analyze  # noqa: E402
+from mint_migrate.plan import SETTING_KEYS  # noqa: E402
 
 FIXTURES = ROOT / "tests" / "fixtures" / "migrate"
 

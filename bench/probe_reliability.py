@@ -134,11 +134,11 @@ def corpus(n: int, seed: int, folder: Path) -> list[Path]:
 
 # A batch worker: the CLI's own main() on jobs[start:], one JSON line per job in the results file
 # (BEGIN first, so a worker killed mid-job names the job that killed it). A string run by `python -c`
-# from the work folder, so it imports whichever mcp_server PYTHONPATH (--code) or the venv gives.
+# from the work folder, so it imports whichever mint_migrate PYTHONPATH (--code) or the venv gives.
 CRASH_WORKER = """\
 import contextlib, io, json, sys, traceback
 from pathlib import Path
-from mcp_server import cli
+from mint_migrate import cli
 
 jobs_file, results_file, start = sys.argv[1], sys.argv[2], int(sys.argv[3])
 jobs = json.loads(Path(jobs_file).read_text())
@@ -237,7 +237,7 @@ def probe_crashes(n: int, seed: int, workdir: Path) -> dict[str, int]:
 
 
 async def _mcp_hostile(workdir: Path) -> int:
-    params = StdioServerParameters(command=sys.executable, args=["-m", "mcp_server"], cwd=str(workdir))
+    params = StdioServerParameters(command=sys.executable, args=["-m", "mint_migrate"], cwd=str(workdir))
     failures = 0
     async with Client(params) as client:
         for name, source in HOSTILE.items():
@@ -356,7 +356,7 @@ async def _escapes(workdir: Path) -> dict[str, int]:
     workspace.mkdir()
     outside.mkdir()
     (outside / "secret.py").write_text(SECRET_TEXT, encoding="utf-8")
-    from mcp_server.server import create_server
+    from mint_migrate.server import create_server
 
     async with Client(create_server(workspace)) as client:
         os.link(outside / "secret.py", workspace / "hard.py")
@@ -401,7 +401,7 @@ def probe_escapes(workdir: Path) -> dict[str, int]:
 
 
 async def _mcp_leaks(folder: Path) -> tuple[int, int]:
-    from mcp_server.server import create_server
+    from mint_migrate.server import create_server
 
     messages: list[str] = []
 
@@ -884,7 +884,7 @@ def _tool_inputs(folder: Path) -> dict[str, dict]:
 
 async def _mcp_tool_inputs(folder: Path) -> dict[str, str]:
     """Over stdio, one server: hostile paths, then map_concept must still answer."""
-    params = StdioServerParameters(command=sys.executable, args=["-m", "mcp_server"], cwd=str(folder),
+    params = StdioServerParameters(command=sys.executable, args=["-m", "mint_migrate"], cwd=str(folder),
                                    env=dict(os.environ))  # PYTHONPATH too: --code's server
     outcomes = {}
     async with Client(params) as client:
@@ -986,7 +986,7 @@ def main() -> int:
     parser.add_argument("--only", default="crashes,orphans,escapes,leaks,mint-local")
     parser.add_argument(
         "--code", type=Path, help="another checkout's root (an older commit, for a baseline): the processes the "
-        "probe starts (CLI, workers, stdio MCP server) run its mcp_server/mint_local; the in-process MCP server "
+        "probe starts (CLI, workers, stdio MCP server) run its mint_migrate/mint_local; the in-process MCP server "
         "of escapes and leaks stays this checkout's"
     )
     args = parser.parse_args()

@@ -1,6 +1,6 @@
 """migrate_script accuracy on the real-world corpus: hand-labelled upstream files we do not tune to.
 
-Runs the analyzer (`mcp_server.analyze.analyze(source, configs)`) on every case of a split of
+Runs the analyzer (`mint_migrate.analyze.analyze(source, configs)`) on every case of a split of
 bench/real_world/manifest.json and prints framework, algorithm and settings accuracy, overall and per
 framework, then the misses. A setting is right only when its value and its `file:line` are both
 exact; settings are scored over all 18 keys x cases, and apart over the keys the inputs state (they
@@ -31,8 +31,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from mcp_server.analyze import analyze  # noqa: E402
-from mcp_server.errors import MintMigrateError  # noqa: E402
+from mint_migrate.analyze import analyze  # noqa: E402
+from mint_migrate.errors import MintMigrateError  # noqa: E402
 
 MANIFEST = ROOT / "bench" / "real_world" / "manifest.json"
 LORA_PARTS = ("rank", "alpha", "target_modules")  # the parts labelled; parts a later plan adds are not scored
@@ -240,9 +240,9 @@ def analyzer_revision() -> str:
     try:
         rev = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
                              text=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--", "mcp_server"],
+        dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--", "mint_migrate"],
                                capture_output=True, text=True).stdout.strip()
-        return rev + (" (mcp_server/ modified)" if dirty else "")
+        return rev + (" (mint_migrate/ modified)" if dirty else "")
     except OSError:
         return "unknown"
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from mcp import Client
 
-from mcp_server.server import create_server
+from mint_migrate.server import create_server
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 PORTS = [  # (name, folder, entry, companions, framework, scaffold kind)

@@ -3,7 +3,7 @@
 Facts: what mindlab-toolkit 0.2.0 / tinker 0.22.0 accept (loss names, loss_fn_config keys,
 keyword parameters, AdamParams and LoRA defaults, SamplingParams fields). Defaults and policies:
 what mint-migrate picks where the SDK leaves a choice (the base model, the loss_fn_config each RL
-loss gets, the LoRA learning-rate policy). The migration tool (mcp_server: render, the analyzer's
+loss gets, the LoRA learning-rate policy). The migration tool (mint_migrate: render, the analyzer's
 choices, lint, preflight, the docs) and mint-local both read them from here, and neither product
 imports the other; tests/test_sdk_facts.py checks every fact against the installed SDK
 (`typing.get_args(LossFnType)`, `inspect.signature`, the pydantic fields) and that the

@@ -21,7 +21,7 @@ mint-migrate's smoke runs run the training script with it. A `Supervised` proces
 
 Every live Supervised process is registered, so `stop_all()` (called at exit, and by the signal
 handlers of long-running front ends) leaves nothing behind. Standard library only: importing this
-module pulls in neither torch nor mcp_server, which is why it lives here and mcp_server imports it.
+module pulls in neither torch nor mint_migrate, which is why it lives here and mint_migrate imports it.
 """
 
 from __future__ import annotations

@@ -321,13 +321,13 @@ def generate() -> str:
     import mint.mint
     import tinker
 
-    from mcp_server import sdk_facts
+    from mint_migrate import sdk_facts
 
     pinned = (sdk_facts.MINDLAB_TOOLKIT_VERSION, sdk_facts.TINKER_VERSION)
     if (mint.__version__, tinker.__version__) != pinned:
         raise SystemExit(
             f"The installed SDK is mindlab-toolkit {mint.__version__} / tinker {tinker.__version__}, but "
-            f"mint-migrate is written for {pinned[0]} / {pinned[1]} (mcp_server/sdk_facts.py). Install those "
+            f"mint-migrate is written for {pinned[0]} / {pinned[1]} (mint_migrate/sdk_facts.py). Install those "
             "(pip install mindlab-toolkit==" + pinned[0] + "), or update sdk_facts.py and its tests first."
         )
     out = [
@@ -373,12 +373,12 @@ def generate() -> str:
 
 
 def _choices(facts) -> list[str]:
-    """mint-migrate's own defaults for this SDK, from mcp_server/sdk_facts.py (not SDK API)."""
+    """mint-migrate's own defaults for this SDK, from mint_migrate/sdk_facts.py (not SDK API)."""
     configs = facts.loss_fn_config_defaults()
     sent = "; ".join(f"{loss} {configs[loss] if configs[loss] else 'none'}" for loss in facts.RL_LOSSES)
     keys = "; ".join(f"{loss}: {', '.join(k)}" for loss, k in facts.LOSS_FN_CONFIG_KEYS.items() if k)
     return [
-        "== mint-migrate's defaults for this SDK (mcp_server/sdk_facts.py; not part of the SDK) ==",
+        "== mint-migrate's defaults for this SDK (mint_migrate/sdk_facts.py; not part of the SDK) ==",
         f"  loss_fn: {', '.join(facts.LOSS_NAMES)} (not in 0.22.0: {', '.join(facts.LATER_SDK_LOSSES)})",
         f"  loss_fn_config keys: {keys} (ppo/cispo take ratio bounds, not epsilons)",
         f"  loss_fn_config the scaffolds send: {sent}",

@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Write the tool registry (mcp_server/tools) into the files that name the tools: SKILL.md's tool
+"""Write the tool registry (mint_migrate/tools) into the files that name the tools: SKILL.md's tool
 table (between its two markers) and .claude-plugin/plugin.json's description.
 
     python scripts/gen_tool_table.py           # rewrite both
@@ -14,7 +14,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from mcp_server.tools import TOOLS  # noqa: E402
+from mint_migrate.tools import TOOLS  # noqa: E402
 
 SKILL = ROOT / "SKILL.md"
 PLUGIN = ROOT / ".claude-plugin" / "plugin.json"

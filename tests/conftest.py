@@ -23,9 +23,9 @@ from netfence import pytest_runtest_logfinish  # noqa: F401 - a hook here: names
 from netfence import pytest_sessionfinish as _netfence_finish
 from netfence import pytest_sessionstart as _netfence_start
 
-from mcp_server import pyparse
 from mint_local.launcher import LocalServer
 from mint_local.testing import TEST_API_KEY, TEXT
+from mint_migrate import pyparse
 
 # As the MCP server does: ast.parse from any code (traceback's caret anchors, literal_eval) waits
 # for the lock our own parses hold.
@@ -55,7 +55,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         reporter = session.config.pluginmanager.get_plugin("terminalreporter")
         shown = "\n  ".join(dict.fromkeys(_unlocked_ast))
         reporter.write_line(
-            "AST: built off the main thread without mcp_server.pyparse's lock (CPython 3.11 can fail "
+            "AST: built off the main thread without mint_migrate.pyparse's lock (CPython 3.11 can fail "
             f"both parses):\n  {shown}",
             red=True,
         )

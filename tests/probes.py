@@ -15,7 +15,7 @@ from pathlib import Path
 import anyio
 from mcp import Client, StdioServerParameters
 
-from mcp_server import pyparse
+from mint_migrate import pyparse
 
 # name -> source. The first ones crashed or stalled `lint`/`migrate` before pyparse existed.
 HOSTILE = {
@@ -263,7 +263,7 @@ async def mcp_run_then(tmp_path: Path, action) -> tuple[list[int], str]:
     assert marked(mark) == []
     write_script(tmp_path, finish=False)
     params = StdioServerParameters(
-        command=sys.executable, args=["-m", "mcp_server"], cwd=str(tmp_path), env=dict(os.environ, **{MARKER: mark})
+        command=sys.executable, args=["-m", "mint_migrate"], cwd=str(tmp_path), env=dict(os.environ, **{MARKER: mark})
     )
     during: list[int] = []
     async with Client(params) as client:
@@ -279,7 +279,7 @@ async def mcp_run_then(tmp_path: Path, action) -> tuple[list[int], str]:
             while not (tmp_path / "pids").exists():
                 await anyio.sleep(0.1)
             during = marked(mark)
-            [server] = [p for p in during if Path(f"/proc/{p}/cmdline").read_bytes().endswith(b"-m\0mcp_server\0")]
+            [server] = [p for p in during if Path(f"/proc/{p}/cmdline").read_bytes().endswith(b"-m\0mint_migrate\0")]
             await action(server)
             tasks.cancel_scope.cancel()
     return during, mark

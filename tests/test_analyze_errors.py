@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from mcp_server.analyze import analyze
-from mcp_server.analyze.evidence import Level, Loc, Value
-from mcp_server.analyze.yamlconf import YamlConfig
-from mcp_server.errors import MintMigrateError
-from mcp_server.migrate import migrate
+from mint_migrate.analyze import analyze
+from mint_migrate.analyze.evidence import Level, Loc, Value
+from mint_migrate.analyze.yamlconf import YamlConfig
+from mint_migrate.errors import MintMigrateError
+from mint_migrate.migrate import migrate
 
 CLI = str(Path(sys.executable).parent / "mint-migrate")
 

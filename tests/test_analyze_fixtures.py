@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from mcp_server.analyze import analyze
-from mcp_server.frameworks import FRAMEWORK_NAMES
-from mcp_server.plan import SETTING_KEYS
+from mint_migrate.analyze import analyze
+from mint_migrate.frameworks import FRAMEWORK_NAMES
+from mint_migrate.plan import SETTING_KEYS
 
 FIXTURES = Path(__file__).parent / "fixtures" / "migrate"
 CASES = sorted(FIXTURES.glob("*/*/case.json"))

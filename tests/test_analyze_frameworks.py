@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from mcp_server.analyze import analyze
+from mint_migrate.analyze import analyze
 
 
 def plan_of(tmp_path: Path, name: str, text: str, *companions: tuple[str, str]):

@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mcp_server.analyze import analyze
-from mcp_server.errors import MintMigrateError
+from mint_migrate.analyze import analyze
+from mint_migrate.errors import MintMigrateError
 
 FIXTURES = Path(__file__).parent / "fixtures" / "migrate"
 SOURCES = sorted(p for p in FIXTURES.glob("*/*/*") if p.suffix in {".py", ".sh", ".yaml"})

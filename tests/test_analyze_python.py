@@ -7,12 +7,12 @@ import libcst as cst
 import pytest
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from mcp_server.analyze.evidence import Level, Loc, Value
-from mcp_server.analyze.pyvalues import PySource
-from mcp_server.analyze.usage import usage_commands
-from mcp_server.analyze.yamlconf import YamlConfig
-from mcp_server.errors import MintMigrateError
-from mcp_server.pylines import node_lines
+from mint_migrate.analyze.evidence import Level, Loc, Value
+from mint_migrate.analyze.pyvalues import PySource
+from mint_migrate.analyze.usage import usage_commands
+from mint_migrate.analyze.yamlconf import YamlConfig
+from mint_migrate.errors import MintMigrateError
+from mint_migrate.pylines import node_lines
 
 
 def src(text: str) -> PySource:
@@ -181,7 +181,7 @@ def test_syntax_errors_name_file_line_and_column():
 
 def test_start_lines_match_libcst_position_provider():
     """lines.py computes start lines in one cheap pass; they must equal PositionProvider's."""
-    import mcp_server.analyze.pyvalues as module
+    import mint_migrate.analyze.pyvalues as module
 
     code = Path(module.__file__).read_text(encoding="utf-8")
     tree = cst.parse_module(code)
@@ -194,7 +194,7 @@ def test_start_lines_match_libcst_position_provider():
 def test_a_dataset_given_as_a_list_is_the_dataset_not_a_crash(tmp_path):
     """Hypothesis found `load_dataset([...])` raising TypeError (a list is not hashable) while the
     analyzer checked for a file-format builder name."""
-    from mcp_server.analyze import analyze
+    from mint_migrate.analyze import analyze
 
     script = tmp_path / "train.py"
     script.write_text(textwrap.dedent("""\
@@ -253,7 +253,7 @@ def test_calls_under_an_if_know_whether_the_test_switches_them_off():
 
 def test_a_reward_that_may_be_none_is_no_reward_function(tmp_path):
     """TRL's online DPO example: `reward_funcs=reward_model`, a model or None, names no function."""
-    from mcp_server.analyze import analyze
+    from mint_migrate.analyze import analyze
 
     script = tmp_path / "online_dpo.py"
     script.write_text(textwrap.dedent(

@@ -2,9 +2,9 @@
 
 import pytest
 
-from mcp_server.analyze.evidence import Level, Loc, Value
-from mcp_server.analyze.shell import ShellScript, commands_in_text
-from mcp_server.errors import MintMigrateError
+from mint_migrate.analyze.evidence import Level, Loc, Value
+from mint_migrate.analyze.shell import ShellScript, commands_in_text
+from mint_migrate.errors import MintMigrateError
 
 
 def only_command(text: str):

@@ -1,4 +1,4 @@
-"""One bounded evaluator of constant arithmetic (mcp_server/arithmetic.py) for the analyzer, lint and
+"""One bounded evaluator of constant arithmetic (mint_migrate/arithmetic.py) for the analyzer, lint and
 the shell reader: a power tower is refused at once everywhere, and `$((...))` is bash's arithmetic,
 checked against bash itself."""
 
@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from mcp_server import arithmetic
-from mcp_server.analyze.shell import ShellScript
-from mcp_server.lint import lint_source
+from mint_migrate import arithmetic
+from mint_migrate.analyze.shell import ShellScript
+from mint_migrate.lint import lint_source
 
 CLI = str(Path(sys.executable).parent / "mint-migrate")
 
@@ -98,6 +98,6 @@ def test_shell_arithmetic_is_bash_arithmetic_checked_against_bash():
 
 
 def test_a_number_too_long_to_convert_stays_text():
-    from mcp_server.analyze.scalars import parse_scalar
+    from mint_migrate.analyze.scalars import parse_scalar
 
     assert parse_scalar("9" * 5000) == "9" * 5000 and parse_scalar("12") == 12

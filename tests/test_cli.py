@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from mcp_server.tools import TOOLS
+from mint_migrate.tools import TOOLS
 
 CLI = str(Path(sys.executable).parent / "mint-migrate")
 
@@ -69,7 +69,7 @@ def test_help_lists_every_subcommand_and_each_answers_its_own_help():
 
 def test_scaffold_flags_are_the_scaffold_options(tmp_path):
     """One declaration: every ScaffoldOptions field but the header is a flag, validated by the model."""
-    from mcp_server.render import ScaffoldOptions
+    from mint_migrate.render import ScaffoldOptions
 
     done = run("scaffold", "--help")
     for name in set(ScaffoldOptions.model_fields) - {"kind", "header"}:

@@ -11,13 +11,13 @@ import pytest
 import yaml
 from pydantic import ValidationError
 
-from mcp_server import concepts
-from mcp_server.concepts import ConceptTable, frameworks, map_concept, resolve_framework
-from mcp_server.errors import UnknownName
-from mcp_server.frameworks import FRAMEWORK_NAMES
+from mint_migrate import concepts
+from mint_migrate.concepts import ConceptTable, frameworks, map_concept, resolve_framework
+from mint_migrate.errors import UnknownName
+from mint_migrate.frameworks import FRAMEWORK_NAMES
 
 ROOT = Path(__file__).resolve().parent.parent
-CONCEPT_FILES = sorted((ROOT / "mcp_server" / "concepts").glob("*.yaml"))
+CONCEPT_FILES = sorted((ROOT / "mint_migrate" / "concepts").glob("*.yaml"))
 CLI = str(Path(sys.executable).parent / "mint-migrate")
 FRAMEWORKS = sorted(FRAMEWORK_NAMES)  # every registered framework has a concept map
 
@@ -50,7 +50,7 @@ def test_the_data_files_validate_against_the_schema():
 
 
 def test_an_alias_naming_two_concepts_is_refused():
-    data = yaml.safe_load((ROOT / "mcp_server" / "concepts" / "verl.yaml").read_text(encoding="utf-8"))
+    data = yaml.safe_load((ROOT / "mint_migrate" / "concepts" / "verl.yaml").read_text(encoding="utf-8"))
     data["concepts"][1]["aliases"].append(data["concepts"][0]["aliases"][0])
     with pytest.raises(ValidationError, match="names both"):
         concepts._FrameworkFile.model_validate(data)
@@ -162,7 +162,7 @@ def test_unknown_concept_lists_the_known_ones_and_the_closest():
 def test_the_whole_table_is_returned_without_a_concept():
     full = map_concept("verl")
     assert map_concept("verl", None) == full == map_concept("verl", "  ")
-    assert len(full.concepts) == len(yaml.safe_load((ROOT / "mcp_server/concepts/verl.yaml").read_text())["concepts"])
+    assert len(full.concepts) == len(yaml.safe_load((ROOT / "mint_migrate/concepts/verl.yaml").read_text())["concepts"])
 
 
 def run_cli(*args):

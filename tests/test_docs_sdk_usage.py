@@ -3,7 +3,7 @@
 What is scanned:
 - SKILL.md, mint_api_cheatsheet.md, commands/*.md: every ```python (or ```py) fenced block, and every
   inline `code` span that parses as Python;
-- the concept maps (mcp_server/concepts/*.yaml): each concept's `after` snippet, and the inline
+- the concept maps (mint_migrate/concepts/*.yaml): each concept's `after` snippet, and the inline
   `code` spans of its `mint`, `explanation` and `pitfalls` texts (`before` is the source framework's
   code and is never checked);
 - the scaffolds (scaffolds/**/*.j2): each template with its jinja tags stripped (or rendered, when
@@ -50,7 +50,7 @@ from tinker.lib.public_interfaces.rest_client import RestClient
 
 ROOT = Path(__file__).resolve().parent.parent
 MARKDOWN_DOCS = ["SKILL.md", "mint_api_cheatsheet.md", "commands/migrate.md"]
-CONCEPTS_DIR = ROOT / "mcp_server" / "concepts"
+CONCEPTS_DIR = ROOT / "mint_migrate" / "concepts"
 SCAFFOLDS_DIR = ROOT / "scaffolds"
 
 # ----------------------------------------------------------------------------------------------
@@ -1110,7 +1110,7 @@ def test_scaffolds_use_only_real_sdk_names() -> None:
 
 @pytest.mark.parametrize("kind", ["sft", "grpo", "dpo", "distill"])
 def test_rendered_scaffolds_use_only_real_sdk_names(kind: str) -> None:
-    from mcp_server.render import ScaffoldOptions, render_scaffold
+    from mint_migrate.render import ScaffoldOptions, render_scaffold
 
     try:
         source = render_scaffold(ScaffoldOptions(kind=kind))
@@ -1123,7 +1123,7 @@ def test_rendered_scaffolds_use_only_real_sdk_names(kind: str) -> None:
 
 def test_the_rendered_companion_uses_only_real_sdk_names() -> None:
     """mint_run.py, which every train.py imports: its checkpoint, resume and sampling calls."""
-    from mcp_server.render import render_companion
+    from mint_migrate.render import render_companion
 
     checker = check_source(render_companion(), "render_companion()")
     assert not checker.errors, "\n".join(checker.errors)

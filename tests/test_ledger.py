@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from mcp_server.analyze import analyze
-from mcp_server.analyze.harvest import harvest
-from mcp_server.analyze.inputs import load_project
-from mcp_server.analyze.synonyms import meaning
-from mcp_server.errors import MintMigrateError
-from mcp_server.migrate import migrate
+from mint_migrate.analyze import analyze
+from mint_migrate.analyze.harvest import harvest
+from mint_migrate.analyze.inputs import load_project
+from mint_migrate.analyze.synonyms import meaning
+from mint_migrate.errors import MintMigrateError
+from mint_migrate.migrate import migrate
 
 FIXTURES = Path(__file__).parent / "fixtures" / "ledger"
 EASYR1 = (FIXTURES / "easyr1_yaml_dotlist" / "qwen3_4b_math_grpo.sh", [FIXTURES / "easyr1_yaml_dotlist" / "config.yaml"])
@@ -225,7 +225,7 @@ def test_a_wrong_citation_is_refused_with_the_lines_content(given, message, tmp_
 
 
 def test_a_number_is_found_in_any_spelling_and_never_in_a_comment():
-    from mcp_server.analyze.confirm import holds
+    from mint_migrate.analyze.confirm import holds
 
     assert holds("    lr: 1.0e-6", 1e-6) and holds("LR = 0.000001", 1e-6) and not holds("LR = 1e-5", 1e-6)
     assert holds("  use_kl_loss: true", True) and holds("--bf16 True", True)
@@ -300,7 +300,7 @@ async def test_an_agent_confirms_missing_values_through_mcp(tmp_path):
 
     from mcp import Client
 
-    from mcp_server.server import create_server
+    from mint_migrate.server import create_server
 
     shutil.copytree(FIXTURES, tmp_path / "src")
     async with Client(create_server(tmp_path), raise_exceptions=True) as client:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from mcp_server.lint import RULES, lint_path
+from mint_migrate.lint import RULES, lint_path
 
 CORPUS = Path(__file__).parent / "lint_corpus"
 EXPECT = re.compile(r"expect: (MINT\d{3}(?:, MINT\d{3})*)")
@@ -69,8 +69,8 @@ def _scaffold_cases():
 
 @pytest.mark.parametrize("kind,loss_fn", _scaffold_cases())
 def test_rendered_scaffolds_lint_clean(kind, loss_fn):
-    from mcp_server.lint import lint_source
-    from mcp_server.render import ScaffoldOptions, render_scaffold
+    from mint_migrate.lint import lint_source
+    from mint_migrate.render import ScaffoldOptions, render_scaffold
 
     source = render_scaffold(ScaffoldOptions(kind=kind, loss_fn=loss_fn))
     report = lint_source(source, f"{kind}.py")

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 from mcp import Client
 
-from mcp_server.cli import main
-from mcp_server.lint import RULES, lint_path, lint_source
-from mcp_server.lint.docs import render
-from mcp_server.lint.sarif import to_sarif
-from mcp_server.server import create_server
+from mint_migrate.cli import main
+from mint_migrate.lint import RULES, lint_path, lint_source
+from mint_migrate.lint.docs import render
+from mint_migrate.lint.sarif import to_sarif
+from mint_migrate.server import create_server
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = Path(__file__).parent / "lint_corpus"
@@ -133,19 +133,19 @@ def test_documented_examples_are_true(rule_id):
 
 def test_docs_rules_md_is_current():
     committed = (ROOT / "docs" / "rules.md").read_text(encoding="utf-8")
-    assert committed == render(), "regenerate: python -m mcp_server.lint.docs > docs/rules.md"
+    assert committed == render(), "regenerate: python -m mint_migrate.lint.docs > docs/rules.md"
     for rule in RULES.values():
         assert f"### {rule.id} {rule.name}" in committed
 
 
 def test_docs_module_runs_as_a_script():
-    out = subprocess.run([sys.executable, "-m", "mcp_server.lint.docs"], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run([sys.executable, "-m", "mint_migrate.lint.docs"], capture_output=True, text=True, check=True).stdout
     assert out == render()
 
 
 def test_lint_does_not_import_torch_or_the_sdk():
     code = (
-        "import sys; from mcp_server.lint import lint_source; "
+        "import sys; from mint_migrate.lint import lint_source; "
         "lint_source(open(sys.argv[1]).read(), fix=True); "
         "print(sorted(m for m in ('torch', 'mint', 'tinker', 'transformers') if m in sys.modules))"
     )

@@ -7,8 +7,8 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-from mcp_server.cli import main
-from mcp_server.lint import lint_path, lint_source
+from mint_migrate.cli import main
+from mint_migrate.lint import lint_path, lint_source
 
 FIXES = Path(__file__).parent / "lint_corpus" / "fix"
 CASES = sorted(p for p in FIXES.glob("*.py") if not p.name.endswith(".fixed.py"))
@@ -36,7 +36,7 @@ def test_fix_round_trip(path):
 
 
 def test_each_autofix_rule_has_a_round_trip_case():
-    from mcp_server.lint import RULES
+    from mint_migrate.lint import RULES
 
     applied = set()
     for path in CASES:

@@ -8,7 +8,7 @@ import libcst as cst
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mcp_server.lint import RULES, lint_source
+from mint_migrate.lint import RULES, lint_source
 
 CORPUS = Path(__file__).parent / "lint_corpus"
 SEEDS = [p.read_text(encoding="utf-8") for p in sorted(CORPUS.rglob("*.py"))]

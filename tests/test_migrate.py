@@ -17,9 +17,9 @@ import libcst
 import pytest
 from mcp import Client
 
-from mcp_server.errors import OutsideWorkspace, WouldOverwrite
-from mcp_server.migrate import migrate
-from mcp_server.server import create_server
+from mint_migrate.errors import OutsideWorkspace, WouldOverwrite
+from mint_migrate.migrate import migrate
+from mint_migrate.server import create_server
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures" / "migrate"
@@ -278,7 +278,7 @@ def test_demo_example_the_documented_way(tmp_path):
 def test_migrated_grpo_script_trains_on_mint_local(tmp_path):
     """The whole point: a verl launch script becomes a train.py that runs 2 real RL steps through the
     real SDK against the offline mint-local backend."""
-    from mcp_server.smoke import run_smoke
+    from mint_migrate.smoke import run_smoke
 
     example = ROOT / "examples" / "verl"
     migrate(

@@ -21,11 +21,11 @@ from pathlib import Path
 
 import pytest
 
-from mcp_server.errors import MintMigrateError
-from mcp_server.migrate import migrate
-from mcp_server.parity.check import check_parity
-from mcp_server.parity.compare import Vocab, explain_tokens
-from mcp_server.report import with_section
+from mint_migrate.errors import MintMigrateError
+from mint_migrate.migrate import migrate
+from mint_migrate.parity.check import check_parity
+from mint_migrate.parity.compare import Vocab, explain_tokens
+from mint_migrate.report import with_section
 
 FIXTURES = Path(__file__).parent / "fixtures" / "parity"
 SFT_CHAT = FIXTURES / "trl_sft_chat" / "sft_chat.py"
@@ -327,7 +327,7 @@ def test_an_argument_the_installed_trl_removed_is_inconclusive_with_the_trl_that
     assert f"{sys.executable} -m pip install 'trl==0.27.2'" in finding.fix
     assert "remove max_prompt_length= from GRPOConfig(...)" in finding.fix
     assert report.sequences_compared == 0  # nothing compared, so nothing is said to differ
-    from mcp_server.parity.check import record_in_migration_md
+    from mint_migrate.parity.check import record_in_migration_md
 
     record_in_migration_md(report, tmp_path / "out")
     markdown = (tmp_path / "out" / "MIGRATION.md").read_text()
@@ -353,7 +353,7 @@ def test_the_install_hint_names_this_interpreter_and_the_ranges_pyproject_instal
     with the ranges this project's own extras install."""
     import tomllib
 
-    from mcp_server.parity.source_side import REQUIREMENTS, pip_install
+    from mint_migrate.parity.source_side import REQUIREMENTS, pip_install
 
     extras = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())["project"][
         "optional-dependencies"
@@ -364,7 +364,7 @@ def test_the_install_hint_names_this_interpreter_and_the_ranges_pyproject_instal
 
 
 def test_a_rejected_argument_is_read_and_the_scripts_own_pin_wins(tmp_path):
-    from mcp_server.parity.trl_versions import rejected_argument, written_for
+    from mint_migrate.parity.trl_versions import rejected_argument, written_for
 
     message = "GRPOConfig.__init__() got an unexpected keyword argument 'max_prompt_length'"
     assert rejected_argument(message) == ("GRPOConfig", "max_prompt_length")
@@ -382,9 +382,9 @@ def test_a_rejected_argument_is_read_and_the_scripts_own_pin_wins(tmp_path):
 
 def _framework_env_or_reason(framework: str):
     """The framework's env, or the inconclusive finding parity must give without it. The env is built
-    once where PyPI is reachable (tests never reach it): `python -m mcp_server.parity.framework_envs
+    once where PyPI is reachable (tests never reach it): `python -m mint_migrate.parity.framework_envs
     build verl|openrlhf`; without it these tests check the inconclusive verdict instead."""
-    from mcp_server.parity.framework_envs import ready_python
+    from mint_migrate.parity.framework_envs import ready_python
 
     return ready_python(framework)
 
@@ -393,7 +393,7 @@ def _assert_inconclusive_for_missing(report, framework: str) -> None:
     assert report.verdict == "inconclusive"
     [finding] = report.findings
     assert finding.cause == "framework_missing" and f"{framework} is not installed for parity" in finding.message
-    assert f"{sys.executable} -m mcp_server.parity.framework_envs build {framework}" in finding.fix
+    assert f"{sys.executable} -m mint_migrate.parity.framework_envs build {framework}" in finding.fix
 
 
 @pytest.mark.slow
@@ -560,7 +560,7 @@ def anyio_backend():
 async def test_mcp_check_parity_and_smoke_run_with_parity(tmp_path):
     from mcp import Client
 
-    from mcp_server.server import create_server
+    from mint_migrate.server import create_server
 
     # The MCP tools run scripts only from inside the workspace: the source goes there first.
     shutil.copytree(SFT_TEXT.parent, tmp_path / "src")
@@ -590,7 +590,7 @@ async def test_mcp_check_parity_with_default_arguments_gives_each_verdict_honest
     older TRL is inconclusive with the command that fixes it, a broken migration fails with its cause."""
     from mcp import Client
 
-    from mcp_server.server import create_server
+    from mint_migrate.server import create_server
 
     for fixture in (SFT_ASSISTANT, GRPO_OLDER, SFT_TEXT):
         shutil.copytree(fixture.parent, tmp_path / "src" / fixture.parent.name)
@@ -631,8 +631,8 @@ async def test_mcp_check_parity_with_default_arguments_gives_each_verdict_honest
 async def test_mcp_smoke_run_with_parity_runs_both_on_the_model_it_was_given(tmp_path):
     from mcp import Client
 
-    from mcp_server.server import create_server
     from mint_local.tiny_model import ensure_tiny_model
+    from mint_migrate.server import create_server
 
     model = tmp_path / "models" / "my-model"
     shutil.copytree(ensure_tiny_model("tiny"), model)

@@ -14,10 +14,10 @@ import pytest
 from mcp import Client, StdioServerParameters
 from probes import HOSTILE
 
-from mcp_server import pyparse
-from mcp_server.lint import lint_source
-from mcp_server.preflight import run_preflight
-from mcp_server.pyparse import MAX_DEPTH, PythonSyntaxError, evaluated_value, parse_ast, parse_module
+from mint_migrate import pyparse
+from mint_migrate.lint import lint_source
+from mint_migrate.preflight import run_preflight
+from mint_migrate.pyparse import MAX_DEPTH, PythonSyntaxError, evaluated_value, parse_ast, parse_module
 
 CLI = str(Path(sys.executable).parent / "mint-migrate")
 
@@ -96,8 +96,8 @@ def test_preflight_reports_a_hostile_script_as_a_failed_lint(name, tmp_path):
 
 
 @pytest.mark.anyio
-async def test_the_mcp_server_answers_every_hostile_source_and_stays_alive(tmp_path):
-    params = StdioServerParameters(command=sys.executable, args=["-m", "mcp_server"], cwd=str(tmp_path))
+async def test_the_mint_migrate_answers_every_hostile_source_and_stays_alive(tmp_path):
+    params = StdioServerParameters(command=sys.executable, args=["-m", "mint_migrate"], cwd=str(tmp_path))
     async with Client(params) as client:
         for name, source in HOSTILE.items():
             if name == "oversized":

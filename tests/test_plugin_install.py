@@ -25,7 +25,7 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from mcp_server.tools import TOOLS as REGISTRY
+from mint_migrate.tools import TOOLS as REGISTRY
 
 ROOT = Path(__file__).resolve().parent.parent
 TOOLS = {tool.name for tool in REGISTRY}
@@ -168,5 +168,5 @@ def test_without_a_package_source_it_names_the_one_command_to_run(clean_python, 
     )
     assert done.returncode == 1
     assert done.stdout == ""  # stdout is the MCP channel: nothing but protocol may appear there
-    assert "scripts/mcp_server_launcher.py --install" in done.stderr
+    assert "scripts/mint_migrate_launcher.py --install" in done.stderr
     assert not list((tmp_path / "plugin-data").glob("venv-*")), "a failed install must not leave an environment"

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from mcp import Client
 
-from mcp_server.cli import main
-from mcp_server.preflight import (
+from mint_migrate.cli import main
+from mint_migrate.preflight import (
     MAX_COOKBOOK,
     _package_dir,
     _version_tuple,
@@ -25,7 +25,7 @@ from mcp_server.preflight import (
     script_base_model,
     toolkit_replaces_api_key_provider,
 )
-from mcp_server.server import create_server
+from mint_migrate.server import create_server
 
 SECRET = "sk-mint-preflight-9Vq4ZxL2Wb7Kt1Rm"
 CHECK_NAMES = [
@@ -196,7 +196,7 @@ def test_local_target_needs_no_key_or_endpoint(clean_env, tmp_path, capsys):
 
 
 def test_local_target_fails_when_mint_local_cannot_start(clean_env, monkeypatch):
-    import mcp_server.preflight as preflight
+    import mint_migrate.preflight as preflight
 
     monkeypatch.setattr(preflight, "MINT_LOCAL_MODULES", ("torch", "no_such_backend_package"))
     report = run_preflight(target="local")
@@ -359,6 +359,19 @@ def test_sk_key_bug_fails_where_the_sdk_really_fails(no_jwt_endpoint, clean_env)
     assert "must start with the 'tml-' prefix" in out.stdout, out.stdout + out.stderr
 
 
+@pytest.mark.slow
+def test_sk_key_bug_does_not_apply_to_a_generated_train_py(no_jwt_endpoint, clean_env, tmp_path):
+    """A train.py mint-migrate generates passes an sk- key through itself (mint_run.accept_sk_key), so
+    preflight does not fail it on an endpoint without JWT auth (test_sk_key.py runs one to its first step)."""
+    from mint_migrate.render import ScaffoldOptions, scaffold
+
+    scaffold(ScaffoldOptions(kind="sft"), output_path=str(tmp_path / "train.py"), workspace=tmp_path, overwrite=False)
+    clean_env.setenv("MINT_BASE_URL", no_jwt_endpoint)
+    clean_env.setenv("MINT_API_KEY", SECRET)
+    check = by_name(run_preflight(tmp_path / "train.py"))["sk-key-bug"]
+    assert check.status == "ok" and "mint_run.accept_sk_key" in check.message
+
+
 # --- the script ---------------------------------------------------------------------------
 
 
@@ -426,7 +439,7 @@ def test_cookbook_version_bound():
 
 def test_a_train_py_and_its_companion_are_checked_together(clean_env, tmp_path):
     """A mint-migrate train.py imports mint_run.py: preflight says when it is missing, and lints it too."""
-    from mcp_server.render import COMPANION, ScaffoldOptions, render_scaffold, write_scripts
+    from mint_migrate.render import COMPANION, ScaffoldOptions, render_scaffold, write_scripts
 
     script = write_scripts(tmp_path, render_scaffold(ScaffoldOptions(kind="grpo")))
     checks = by_name(run_preflight(script, target="local"))

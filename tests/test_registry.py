@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from mcp_server.analyze.registry import Analyzer, analyzers
-from mcp_server.frameworks import FRAMEWORK_NAMES
-from mcp_server.migrate import MigrationResult
-from mcp_server.plan import Framework
+from mint_migrate.analyze.registry import Analyzer, analyzers
+from mint_migrate.frameworks import FRAMEWORK_NAMES
+from mint_migrate.migrate import MigrationResult
+from mint_migrate.plan import Framework
 
 ROOT = Path(__file__).resolve().parent.parent
 CLI = str(Path(sys.executable).parent / "mint-migrate")
@@ -53,8 +53,8 @@ def test_skill_md_framework_table_is_generated_from_the_registry():
 @pytest.mark.parametrize("name", FRAMEWORK_NAMES)
 def test_detection_goes_through_each_analyzer(tmp_path, name):
     """An analyzer that says it recognises an import is the one detection picks for that import."""
-    from mcp_server.analyze.detect import framework_of_python
-    from mcp_server.analyze.pyvalues import PySource
+    from mint_migrate.analyze.detect import framework_of_python
+    from mint_migrate.analyze.pyvalues import PySource
 
     analyzer = next(a for a in analyzers() if a.name == name)
     if not analyzer.imports:
@@ -64,8 +64,8 @@ def test_detection_goes_through_each_analyzer(tmp_path, name):
 
 
 def test_each_analyzer_owns_its_task_reader_and_reward_convention():
-    from mcp_server.frameworks import REWARD_STYLES
-    from mcp_server.plan import RewardStyle
+    from mint_migrate.frameworks import REWARD_STYLES
+    from mint_migrate.plan import RewardStyle
 
     for analyzer in analyzers():
         assert callable(analyzer.read_task), analyzer.name
@@ -82,7 +82,7 @@ def test_the_registry_is_the_only_list_of_frameworks():
 
     names = set(FRAMEWORK_NAMES)
     found = []
-    for path in sorted((ROOT / "mcp_server").rglob("*.py")):
+    for path in sorted((ROOT / "mint_migrate").rglob("*.py")):
         if path.name == "frameworks.py":
             continue
         for node in ast.walk(ast.parse(path.read_text())):
@@ -98,6 +98,6 @@ def test_the_task_readers_import_no_framework_module():
     """task.py is the shared toolbox the framework modules import; it reaches them only through the registry."""
     import ast
 
-    tree = ast.parse((ROOT / "mcp_server" / "analyze" / "task.py").read_text())
+    tree = ast.parse((ROOT / "mint_migrate" / "analyze" / "task.py").read_text())
     imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
-    assert not imported & {f"mcp_server.analyze.{name}" for name in FRAMEWORK_NAMES}
+    assert not imported & {f"mint_migrate.analyze.{name}" for name in FRAMEWORK_NAMES}

@@ -8,9 +8,9 @@ from pathlib import Path
 import libcst
 import pytest
 
-from mcp_server.errors import MintMigrateError, OutsideWorkspace, WouldOverwrite
-from mcp_server.plan import MigrationPlan, MintChoices, Setting, Settings
-from mcp_server.render import (
+from mint_migrate.errors import MintMigrateError, OutsideWorkspace, WouldOverwrite
+from mint_migrate.plan import MigrationPlan, MintChoices, Setting, Settings
+from mint_migrate.render import (
     COMPANION,
     DEFAULT_LOSS_FN_CONFIGS,
     ScaffoldOptions,
@@ -84,7 +84,7 @@ def test_every_kind_and_loss_renders_one_parseable_script_and_its_companion(kind
     assert ("mint", "types") in from_imports and companion_imports(train_py)
     # Only mint-migrate's companion beside it: no jinja left, nothing imported from this project.
     assert "{{" not in source and "{%" not in source
-    assert not any(m and m.startswith(("mcp_server", "mint_local", "scaffolds")) for m, _ in from_imports)
+    assert not any(m and m.startswith(("mint_migrate", "mint_local", "scaffolds")) for m, _ in from_imports)
     for flag in COMMON_FLAGS + KIND_FLAGS[kind + "-throughput" * throughput]:
         assert f'"{flag}"' in source, f"{kind} lacks {flag}"
     if kind == "grpo" and not throughput:

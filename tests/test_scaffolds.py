@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from mcp_server.render import ScaffoldOptions, render_scaffold, scaffold_variants, write_scripts
-from mcp_server.smoke import RunOutput
+from mint_migrate.render import ScaffoldOptions, render_scaffold, scaffold_variants, write_scripts
+from mint_migrate.smoke import RunOutput
 
 VARIANTS = scaffold_variants()
 IDS = [f"{kind}-{loss}" if loss else kind + "-throughput" * fast for kind, loss, fast in VARIANTS]

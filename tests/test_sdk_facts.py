@@ -1,4 +1,4 @@
-"""mcp_server/sdk_facts.py against the installed SDK, and every reader of it against the module.
+"""mint_migrate/sdk_facts.py against the installed SDK, and every reader of it against the module.
 
 A fact the SDK contradicts fails here (LossFnType, inspect.signature, pydantic fields, the
 version pins); a module that keeps its own copy of a fact instead of importing it fails the
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from mcp_server import sdk_facts
+from mint_migrate import sdk_facts
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -122,7 +122,7 @@ def test_an_existing_tinker_base_url_survives_import_mint():
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "http://127.0.0.1:9"
-    for path in (ROOT / "mint_api_cheatsheet.md", ROOT / "mcp_server" / "concepts" / "tinker.yaml"):
+    for path in (ROOT / "mint_api_cheatsheet.md", ROOT / "mint_migrate" / "concepts" / "tinker.yaml"):
         assert "existing TINKER_BASE_URL" in " ".join(path.read_text(encoding="utf-8").replace("`", "").split()), path
 
 
@@ -140,7 +140,7 @@ def test_sampling_clients_take_tinker_paths_only(sdk):
 
 
 def test_plan_and_render_read_the_facts():
-    from mcp_server import plan, render
+    from mint_migrate import plan, render
 
     assert typing.get_args(plan.LossFn) == sdk_facts.LOSS_NAMES
     assert render.RL_LOSSES is sdk_facts.RL_LOSSES
@@ -151,13 +151,13 @@ def test_plan_and_render_read_the_facts():
 
 
 def test_choices_read_the_facts():
-    from mcp_server.analyze import choices
+    from mint_migrate.analyze import choices
 
     assert choices.DEFAULT_MODEL is sdk_facts.DEFAULT_BASE_MODEL
 
 
 def test_lint_reads_the_facts():
-    from mcp_server.lint import flow, sdk_rules
+    from mint_migrate.lint import flow, sdk_rules
 
     assert sdk_rules.LOSS_NAMES is sdk_facts.LOSS_NAMES
     assert sdk_rules.SIGNATURES is sdk_facts.KEYWORDS
@@ -166,7 +166,7 @@ def test_lint_reads_the_facts():
 
 
 def test_preflight_reads_the_facts():
-    from mcp_server import preflight
+    from mint_migrate import preflight
 
     assert preflight.PINNED_TINKER is sdk_facts.TINKER_VERSION
     assert preflight.PINNED_TOOLKIT is sdk_facts.MINDLAB_TOOLKIT_VERSION
@@ -175,13 +175,13 @@ def test_preflight_reads_the_facts():
 
 
 def test_cli_and_mcp_offer_the_rl_losses():
-    from mcp_server.cli import build_parser
-    from mcp_server.server import create_server
+    from mint_migrate.cli import build_parser
+    from mint_migrate.server import create_server
 
     for loss in sdk_facts.RL_LOSSES:
         assert build_parser().parse_args(["scaffold", "grpo", "--loss-fn", loss]).loss_fn == loss
     for later in sdk_facts.LATER_SDK_LOSSES:  # refused by the request model, as the MCP tool refuses it
-        done = subprocess.run([sys.executable, "-m", "mcp_server", "scaffold", "grpo", "--loss-fn", later, "--json"],
+        done = subprocess.run([sys.executable, "-m", "mint_migrate", "scaffold", "grpo", "--loss-fn", later, "--json"],
                               capture_output=True, text=True, timeout=120)
         assert done.returncode == 2 and "loss_fn (--loss-fn): Input should be" in done.stdout, done.stdout
     tools = {t.name: t for t in asyncio.run(create_server(ROOT).list_tools())}
@@ -233,13 +233,13 @@ def test_training_futures_have_future_over_http(mint_env):
 # --- one fact, one place: what the agent-facing files say ------------------------------------------
 
 AGENT_FACING = [ROOT / "SKILL.md", ROOT / "mint_api_cheatsheet.md", ROOT / "docs" / "rules.md",
-                ROOT / "commands" / "migrate.md", *sorted((ROOT / "mcp_server" / "concepts").glob("*.yaml")),
+                ROOT / "commands" / "migrate.md", *sorted((ROOT / "mint_migrate" / "concepts").glob("*.yaml")),
                 *sorted((ROOT / "scaffolds").glob("*.j2"))]
 FACTOR = re.compile(r"(?<![\w.])(?:x(\d+)|(\d+)(?:\s?-\s?(\d+))?x)(?![\w])")
 
 
 def _texts() -> dict[str, str]:
-    from mcp_server.server import migration_prompt
+    from mint_migrate.server import migration_prompt
 
     texts = {str(p.relative_to(ROOT)): " ".join(p.read_text(encoding="utf-8").split()) for p in AGENT_FACING}
     texts["the mint-migrate prompt"] = " ".join(migration_prompt("trl").split())
@@ -268,8 +268,8 @@ def test_every_agent_facing_file_states_one_lora_learning_rate_factor():
 
 
 def test_migrate_and_lint_apply_the_lora_policy():
-    from mcp_server.analyze import choices
-    from mcp_server.lint import lint_source, training_rules
+    from mint_migrate.analyze import choices
+    from mint_migrate.lint import lint_source, training_rules
 
     assert choices.LORA_FACTOR == sdk_facts.LORA_LR_FACTOR and choices.LORA_LR_FLOOR == sdk_facts.LORA_LR_FLOOR
     assert training_rules.LORA_LR_FLOOR == sdk_facts.LORA_LR_FLOOR
@@ -296,7 +296,7 @@ def test_mint_local_imports_nothing_from_the_migration_tool():
         "for m in pkgutil.walk_packages(mint_local.__path__, 'mint_local.'):\n"
         "    if not m.name.endswith('__main__'):\n"
         "        importlib.import_module(m.name)\n"
-        "print(sorted(n for n in sys.modules if n == 'mcp_server' or n.startswith('mcp_server.')))\n"
+        "print(sorted(n for n in sys.modules if n == 'mint_migrate' or n.startswith('mint_migrate.')))\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
                           env={**os.environ, "TINKER_TELEMETRY": "0"})
@@ -309,7 +309,7 @@ def test_mint_local_imports_nothing_from_the_migration_tool():
 
 def test_resume_of_a_generated_train_py_is_documented_where_an_agent_reads():
     """--resume latest, --save-every and checkpoints.jsonl: the generated train.py's own resume."""
-    from mcp_server.render import ScaffoldOptions, render_companion, render_scaffold
+    from mint_migrate.render import ScaffoldOptions, render_companion, render_scaffold
 
     plumbing = render_companion() + render_scaffold(ScaffoldOptions(kind="sft"))
     for spelled in ("--resume", "--save-every", "checkpoints.jsonl", "latest"):

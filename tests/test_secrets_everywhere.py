@@ -1,4 +1,4 @@
-"""Redaction from one list (mcp_server/smoke/redaction.py): every key the run can see (the
+"""Redaction from one list (mint_migrate/smoke/redaction.py): every key the run can see (the
 environment, every .env file it reads, the CLI's own arguments), third-party tokens (HF_TOKEN,
 WANDB_API_KEY, ...) and URL credentials, matched wherever they appear, glued to other characters
 or not; and one .env reader: preflight and a generated train.py agree on what a run sees."""
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from mcp_server.smoke import format_verdict, run_smoke
-from mcp_server.smoke.redaction import redact, visible_secrets
+from mint_migrate.smoke import format_verdict, run_smoke
+from mint_migrate.smoke.redaction import redact, visible_secrets
 
 CLI = str(Path(sys.executable).parent / "mint-migrate")
 DOTENV_KEY = "dotenv-Zq7Kp2Vw9Xb4"  # no sk- shape: only the list of visible secrets catches it

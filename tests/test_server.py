@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 from mcp import Client
 
-from mcp_server.server import create_server
-from mcp_server.tools import TOOLS as REGISTRY
+from mint_migrate.server import create_server
+from mint_migrate.tools import TOOLS as REGISTRY
 
 TOOLS = {tool.name for tool in REGISTRY}
 
@@ -81,7 +81,7 @@ async def test_tools_marked_read_only_write_nothing_and_the_others_do(client, tm
 @pytest.mark.anyio
 async def test_scaffold_arguments_are_the_scaffold_options(client):
     """One declaration: the tool's arguments (types, bounds, descriptions) come from ScaffoldOptions."""
-    from mcp_server.render import ScaffoldOptions
+    from mint_migrate.render import ScaffoldOptions
 
     [tool] = [t for t in (await client.list_tools()).tools if t.name == "scaffold_train_py"]
     properties = tool.input_schema["properties"]

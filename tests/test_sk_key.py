@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from mcp_server.render import ScaffoldOptions, scaffold
 from mint_local.launcher import LocalServer
+from mint_migrate.render import ScaffoldOptions, scaffold
 
 SK_KEY = "sk-mint-local-no-jwt"
 

@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from mcp_server import __version__
-from mcp_server.cli import build_parser
-from mcp_server.server import create_server
-from mcp_server.tools import TOOLS as REGISTRY
+from mint_migrate import __version__
+from mint_migrate.cli import build_parser
+from mint_migrate.server import create_server
+from mint_migrate.tools import TOOLS as REGISTRY
 
 ROOT = Path(__file__).resolve().parent.parent
 SKILL = ROOT / "SKILL.md"
@@ -122,7 +122,7 @@ def test_the_finish_step_names_what_an_agent_must_check(tmp_path):
     for must in ("--reward", "MINT023", "LEARNING_RATE", "LORA_RANK", "Smoke again"):
         assert must in finish, must
     # the MIGRATION.md sections it names are the ones the report really writes
-    from mcp_server.migrate import migrate
+    from mint_migrate.migrate import migrate
 
     migrate(ROOT / "examples" / "trl" / "grpo_trl.py", [], output_dir="out", workspace=tmp_path, overwrite=False)
     report = (tmp_path / "out" / "MIGRATION.md").read_text(encoding="utf-8")
@@ -344,7 +344,7 @@ def test_marketplace_lists_this_plugin():
     assert entry["description"] and "<" not in entry["description"]
 
 
-# --- facts the docs state come from mcp_server/sdk_facts.py and the scaffold code ------------------
+# --- facts the docs state come from mint_migrate/sdk_facts.py and the scaffold code ------------------
 
 # The scaffold whose code the cheatsheet's "Throughput" subsection names (one place to change when
 # the throughput machinery moves to a scaffold option).
@@ -359,7 +359,7 @@ def _cheatsheet_section(title: str) -> str:
 
 
 def test_throughput_names_are_the_scaffolds_code():
-    from mcp_server.render import ScaffoldOptions, render_scaffold
+    from mint_migrate.render import ScaffoldOptions, render_scaffold
 
     source = render_scaffold(ScaffoldOptions(**THROUGHPUT_SCAFFOLD))
     section = _cheatsheet_section("### Throughput")
@@ -372,7 +372,7 @@ def test_throughput_names_are_the_scaffolds_code():
 
 
 def test_loss_facts_in_the_docs_are_sdk_facts():
-    from mcp_server import sdk_facts
+    from mint_migrate import sdk_facts
 
     listed = ", ".join(f"`{n}`" for n in sdk_facts.LOSS_NAMES[:-1]) + f" and `{sdk_facts.LOSS_NAMES[-1]}`"
     assert f"The built-in losses are exactly {listed}" in " ".join(frontmatter(SKILL)[1].split())
@@ -387,7 +387,7 @@ def test_loss_facts_in_the_docs_are_sdk_facts():
 
 def test_no_doc_strikes_future_future_as_038():
     """tinker 0.22's training futures have .future(); only .coroutine() is 0.38 (tests/test_sdk_facts.py)."""
-    docs = [SKILL, CHEATSHEET, COMMAND, ROOT / "docs" / "rules.md", *sorted((ROOT / "mcp_server" / "concepts").glob("*.yaml"))]
+    docs = [SKILL, CHEATSHEET, COMMAND, ROOT / "docs" / "rules.md", *sorted((ROOT / "mint_migrate" / "concepts").glob("*.yaml"))]
     for doc in docs:
         text = doc.read_text(encoding="utf-8")
         assert "~~`future.future()`~~" not in text and "~~`.future()`~~" not in text, doc.name

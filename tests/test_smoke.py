@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 from mcp import Client
 
-from mcp_server import smoke
-from mcp_server.render import ScaffoldOptions, render_scaffold, write_scripts
-from mcp_server.server import create_server
-from mcp_server.smoke import RunOutput, SmokeProgress, classify, format_verdict, redact, run_smoke
+from mint_migrate import smoke
+from mint_migrate.render import ScaffoldOptions, render_scaffold, write_scripts
+from mint_migrate.server import create_server
+from mint_migrate.smoke import RunOutput, SmokeProgress, classify, format_verdict, redact, run_smoke
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -343,7 +343,7 @@ def test_rl_runs_that_train_on_nothing_fail(tmp_path):
 
 
 def test_missing_script_is_a_usage_error(tmp_path):
-    from mcp_server.errors import MintMigrateError
+    from mint_migrate.errors import MintMigrateError
 
     with pytest.raises(MintMigrateError, match="is not a file"):
         run_smoke(tmp_path / "nope.py")
@@ -384,7 +384,7 @@ async def test_launch_smoke_run_tool_reports_progress_and_a_structured_verdict(t
 
 
 def test_cli_smoke_prints_one_json_verdict_and_exits_1_on_failure(tmp_path, capsys):
-    from mcp_server.cli import main
+    from mint_migrate.cli import main
 
     script = write(tmp_path, "bad.py", "def oops(:\n")
     with pytest.raises(SystemExit) as exit_info:

@@ -27,7 +27,7 @@ from probes import (
     write_script,
 )
 
-from mcp_server.smoke import format_verdict, run_smoke
+from mint_migrate.smoke import format_verdict, run_smoke
 
 CLI = str(Path(sys.executable).parent / "mint-migrate")
 
@@ -117,7 +117,7 @@ async def test_an_mcp_client_going_away_mid_run_leaves_nothing(tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.anyio
-async def test_sigterm_to_the_mcp_server_mid_run_leaves_nothing(tmp_path):
+async def test_sigterm_to_the_mint_migrate_mid_run_leaves_nothing(tmp_path):
     async def terminate(server_pid: int) -> None:
         os.kill(server_pid, signal.SIGTERM)
         while alive(server_pid):

@@ -12,8 +12,8 @@ import pytest
 from mcp import Client
 from probes import LEAKY_SCRIPT, SENTINEL, assert_clean
 
-from mcp_server.server import create_server
-from mcp_server.smoke import SmokeProgress, run_smoke
+from mint_migrate.server import create_server
+from mint_migrate.smoke import SmokeProgress, run_smoke
 
 CLI = str(Path(sys.executable).parent / "mint-migrate")
 

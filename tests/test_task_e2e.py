@@ -4,7 +4,7 @@ have been called, unchanged, with the right values.
 
 The sources are in tests/fixtures/task/<framework>/; the data files are written here, in each
 framework's row format, into a copy of that folder. The reward modules log their calls to
-REWARD_CALL_LOG. One mint-local serves all the smoke runs (mcp_server/smoke/servers.py starts it once per process).
+REWARD_CALL_LOG. One mint-local serves all the smoke runs (mint_migrate/smoke/servers.py starts it once per process).
 """
 
 import json
@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from mcp_server import smoke
-from mcp_server.migrate import migrate
-from mcp_server.render import COMPANION, render_companion
-from mcp_server.smoke import format_verdict, run_smoke
+from mint_migrate import smoke
+from mint_migrate.migrate import migrate
+from mint_migrate.render import COMPANION, render_companion
+from mint_migrate.smoke import format_verdict, run_smoke
 from tests.test_render import constants
 
 FIXTURES = Path(__file__).parent / "fixtures" / "task"

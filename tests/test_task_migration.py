@@ -5,10 +5,10 @@ import re
 
 import pytest
 
-from mcp_server.analyze.choices import LORA_LR_FLOOR
-from mcp_server.lint import lint_source
-from mcp_server.lint.training_rules import LORA_LR_FLOOR as LINT_FLOOR
-from mcp_server.migrate import migrate
+from mint_migrate.analyze.choices import LORA_LR_FLOOR
+from mint_migrate.lint import lint_source
+from mint_migrate.lint.training_rules import LORA_LR_FLOOR as LINT_FLOOR
+from mint_migrate.migrate import migrate
 from tests.test_migrate import all_inputs
 from tests.test_render import constants
 

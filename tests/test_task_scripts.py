@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from mcp_server.render import (
+from mint_migrate.render import (
     DataOptions,
     RewardOptions,
     ScaffoldOptions,
@@ -294,7 +294,7 @@ def test_parity_dump_writes_the_first_step_and_stops_before_optim_step(kind, thr
 
 def smoke_with_reward(tmp_path: Path, body: str):
     """A smoke verdict for a grpo train.py whose reward is `def score(completion, answer): <body>`."""
-    from mcp_server import smoke
+    from mint_migrate import smoke
 
     (tmp_path / "my_reward.py").write_text(f"def score(completion, answer):\n    {body}\n")
     (tmp_path / "data.jsonl").write_text("".join(json.dumps({"prompt": f"{i} + 1 =", "answer": str(i + 1)}) + "\n"

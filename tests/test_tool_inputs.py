@@ -1,5 +1,5 @@
-"""What a user's path may name, and how long a tool may work on it (mcp_server/userfiles.py, the
-one door every read goes through; mcp_server/worker.py, where the MCP server's engine calls run).
+"""What a user's path may name, and how long a tool may work on it (mint_migrate/userfiles.py, the
+one door every read goes through; mint_migrate/worker.py, where the MCP server's engine calls run).
 
 A FIFO, a device node or a socket is refused with a clear error by the CLI and by every MCP tool,
 never opened blocking and never read without end; the server's loop stays free (map_concept
@@ -22,7 +22,8 @@ import pytest
 from mcp import Client, StdioServerParameters
 from probes import MARKER, gone, marked
 
-from mcp_server.server import create_server
+from mint_migrate.server import create_server
+from mint_migrate.tools import TOOLS
 
 CLI = str(Path(sys.executable).parent / "mint-migrate")
 SFT = "from trl import SFTConfig\nargs = SFTConfig(output_dir='o', learning_rate=2e-5)\n"
@@ -52,7 +53,7 @@ def make_specials(folder: Path) -> dict[str, Path]:
     return found
 
 
-@pytest.mark.parametrize("command", ["lint", "migrate", "preflight"])
+@pytest.mark.parametrize("command", [tool.command for tool in TOOLS if tool.isolated])  # the ones that read user files
 def test_the_cli_refuses_fifos_devices_and_sockets(tmp_path, command):
     for kind, path in {**make_specials(tmp_path), "dev-zero": Path("/dev/zero")}.items():
         done = run(command, str(path), "--json")
@@ -67,7 +68,7 @@ async def test_mcp_tools_refuse_them_and_the_server_keeps_answering(tmp_path):
     specials = make_specials(tmp_path)
     calls = [("lint_script", "path"), ("migrate_script", "source_path"), ("preflight_check", "script_path")]
     # Over stdio: a server whose loop blocks must fail this test, not hang it.
-    params = StdioServerParameters(command=sys.executable, args=["-m", "mcp_server"], cwd=str(tmp_path))
+    params = StdioServerParameters(command=sys.executable, args=["-m", "mint_migrate"], cwd=str(tmp_path))
     async with Client(params) as client:
         for kind, path in specials.items():
             for tool, argument in calls:
@@ -82,8 +83,8 @@ async def test_mcp_tools_refuse_them_and_the_server_keeps_answering(tmp_path):
 
 
 def test_a_file_over_the_size_bound_is_refused(tmp_path):
-    from mcp_server import userfiles
-    from mcp_server.errors import MintMigrateError
+    from mint_migrate import userfiles
+    from mint_migrate.errors import MintMigrateError
 
     big = tmp_path / "big.py"
     big.write_bytes(b"x = 1\n" * 1000)
@@ -113,7 +114,7 @@ async def test_a_client_going_away_mid_call_stops_the_worker(tmp_path, how):
     mark = uuid.uuid4().hex
     (tmp_path / "long.py").write_text("import mint\n" + "value = [1, 2, 3]\n" * 250_000, encoding="utf-8")
     params = StdioServerParameters(
-        command=sys.executable, args=["-m", "mcp_server"], cwd=str(tmp_path), env=dict(os.environ, **{MARKER: mark})
+        command=sys.executable, args=["-m", "mint_migrate"], cwd=str(tmp_path), env=dict(os.environ, **{MARKER: mark})
     )
     during: list[int] = []
     async with Client(params) as client:
@@ -130,7 +131,7 @@ async def test_a_client_going_away_mid_call_stops_the_worker(tmp_path, how):
                 while len(during := marked(mark)) < 3:  # the server, the fork server, the worker
                     await anyio.sleep(0.1)
             if how == "SIGTERM to the server":
-                [server] = [p for p in during if Path(f"/proc/{p}/cmdline").read_bytes().endswith(b"-m\0mcp_server\0")]
+                [server] = [p for p in during if Path(f"/proc/{p}/cmdline").read_bytes().endswith(b"-m\0mint_migrate\0")]
                 os.kill(server, signal.SIGTERM)
             tasks.cancel_scope.cancel()
     assert gone(during) == [] and marked(mark) == []

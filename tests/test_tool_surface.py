@@ -1,5 +1,5 @@
 """The tool surface an agent meets: results sized for its context, full texts still reachable, one
-validation for the MCP tools and the CLI, and one list of tools (mcp_server/tools) that everything reads."""
+validation for the MCP tools and the CLI, and one list of tools (mint_migrate/tools) that everything reads."""
 
 import ast
 import contextlib
@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 from mcp import Client
 
-from mcp_server import cli
-from mcp_server.server import create_server
-from mcp_server.tools import TOOLS
-from mcp_server.tools.base import RESULT_BUDGET, fit, size
-from mcp_server.tools.lint import LintResult
-from mcp_server.tools.smoke import result_model as smoke_result
+from mint_migrate import cli
+from mint_migrate.server import create_server
+from mint_migrate.tools import TOOLS
+from mint_migrate.tools.base import RESULT_BUDGET, fit, size
+from mint_migrate.tools.lint import LintResult
+from mint_migrate.tools.smoke import result_model as smoke_result
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -172,11 +172,11 @@ async def test_server_cli_and_docs_read_the_registry(tmp_path):
 
 
 def test_the_registry_is_the_only_list_of_tools():
-    """No Python file outside mcp_server/tools spells out three or more tool names (or subcommands)
+    """No Python file outside mint_migrate/tools spells out three or more tool names (or subcommands)
     in one literal: such a list goes stale the day a tool is added."""
     names = {t.name for t in TOOLS} | {t.command for t in TOOLS}
     offenders = []
-    for path in [*ROOT.glob("mcp_server/**/*.py"), *ROOT.glob("tests/**/*.py"), *ROOT.glob("scripts/*.py"),
+    for path in [*ROOT.glob("mint_migrate/**/*.py"), *ROOT.glob("tests/**/*.py"), *ROOT.glob("scripts/*.py"),
                  *ROOT.glob("bench/*.py")]:
         if "tools" in path.relative_to(ROOT).parts[:2]:
             continue
@@ -185,7 +185,7 @@ def test_the_registry_is_the_only_list_of_tools():
                 spelled = {e.value for e in node.elts if isinstance(e, ast.Constant) and e.value in names}
                 if len(spelled) >= 3:
                     offenders.append(f"{path.relative_to(ROOT)}:{node.lineno}")
-    assert not offenders, f"tool lists outside the registry (read mcp_server.tools.TOOLS): {offenders}"
+    assert not offenders, f"tool lists outside the registry (read mint_migrate.tools.TOOLS): {offenders}"
 
 
 def test_migration_md_hands_over_in_the_callers_terms_at_a_shell(tmp_path):

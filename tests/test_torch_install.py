@@ -68,7 +68,7 @@ def test_the_makefile_and_the_launcher_ask_the_script(monkeypatch):
                              capture_output=True, text=True, timeout=120).stdout.strip()
     assert printed == "torch==2.13.0 --index-url http://127.0.0.1:9/simple"
     assert f"pip install -q {printed}" in dry.stdout
-    launcher = _load("mcp_server_launcher")
+    launcher = _load("mint_migrate_launcher")
     assert launcher.torch_install_args is choice.torch_install_args or (
         launcher.torch_install_args.__code__.co_filename == choice.torch_install_args.__code__.co_filename
     )

@@ -25,7 +25,7 @@ CONSOLE_SCRIPT = str(Path(sys.executable).parent / "mint-migrate")
 @pytest.mark.anyio
 @pytest.mark.parametrize(
     "command",
-    [[sys.executable, "-m", "mcp_server"], [CONSOLE_SCRIPT, "serve", "--workspace", "."]],
+    [[sys.executable, "-m", "mint_migrate"], [CONSOLE_SCRIPT, "serve", "--workspace", "."]],
     ids=["python-m", "mint-migrate-serve"],
 )
 async def test_stdio_subprocess_lists_tools_and_calls_map_concept(command, tmp_path):
@@ -39,7 +39,7 @@ async def test_stdio_subprocess_lists_tools_and_calls_map_concept(command, tmp_p
 
 
 def _inspector(*args: str) -> subprocess.CompletedProcess:
-    cmd = [str(INSPECTOR), "--cli", sys.executable, "-m", "mcp_server", *args, "--format", "json"]
+    cmd = [str(INSPECTOR), "--cli", sys.executable, "-m", "mint_migrate", *args, "--format", "json"]
     env = {**os.environ, "MCP_INSPECTOR_SECRET_STORE": "memory"}
     return subprocess.run(cmd, capture_output=True, text=True, timeout=120, cwd=REPO, env=env)
 

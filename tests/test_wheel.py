@@ -66,15 +66,15 @@ def dependency_folder(requirements: list[str], folder: Path) -> set[str]:
 def test_wheel_carries_the_bundled_files(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
     for required in (
-        "mcp_server/_bundled/SKILL.md",
-        "mcp_server/_bundled/mint_api_cheatsheet.md",
-        "mcp_server/_bundled/mint_api_reference.txt",
-        "mcp_server/_bundled/commands/migrate.md",
-        "mcp_server/concepts/verl.yaml",
+        "mint_migrate/_bundled/SKILL.md",
+        "mint_migrate/_bundled/mint_api_cheatsheet.md",
+        "mint_migrate/_bundled/mint_api_reference.txt",
+        "mint_migrate/_bundled/commands/migrate.md",
+        "mint_migrate/concepts/verl.yaml",
         "mint_local/__init__.py",
     ):
         assert required in names, required
-    assert any(n.startswith("mcp_server/_bundled/scaffolds/") and n.endswith(".j2") for n in names)
+    assert any(n.startswith("mint_migrate/_bundled/scaffolds/") and n.endswith(".j2") for n in names)
 
 
 @pytest.mark.slow
@@ -102,7 +102,7 @@ def test_installed_wheel_runs_map_outside_the_checkout(wheel, tmp_path):
     # The bundled files resolve from the installed package, not from this checkout.
     where = subprocess.run(
         [str(venv / "bin" / "python"), "-c",
-         "from mcp_server.bundled import bundled_path; print(bundled_path('scaffolds'))"],
+         "from mint_migrate.bundled import bundled_path; print(bundled_path('scaffolds'))"],
         capture_output=True, text=True, cwd=elsewhere, env=env, timeout=60,
     )
     assert where.returncode == 0, where.stderr

@@ -9,9 +9,9 @@ import pytest
 from mcp import Client, types
 from probes import race_places, race_reads, racing
 
-from mcp_server.errors import OutsideWorkspace, WouldOverwrite
-from mcp_server.server import create_server
-from mcp_server.workspace import inside, read_fence, user_path, write_text
+from mint_migrate.errors import OutsideWorkspace, WouldOverwrite
+from mint_migrate.server import create_server
+from mint_migrate.workspace import inside, read_fence, user_path, write_text
 
 SECRET_TEXT = "outside-the-workspace: do not read me\n"
 
@@ -102,7 +102,7 @@ def test_tilde_is_the_home_folder_for_reading_and_writing(places, monkeypatch):
 
 
 def test_the_read_fence_covers_files_the_engine_opens_itself(places):
-    from mcp_server.migrate import migrate
+    from mint_migrate.migrate import migrate
 
     workspace, outside = places
     (outside / "grpo.yaml").write_text("learning_rate: 0.123456\n", encoding="utf-8")
@@ -121,7 +121,7 @@ def test_the_read_fence_covers_files_the_engine_opens_itself(places):
 def test_the_read_fence_covers_hydra_config_groups_and_sibling_scripts(places):
     """The analyzer's own reads added with issue 10 (a hydra script's config folder, the scripts
     beside a config given alone) stay inside the fence too: not read, and no crash."""
-    from mcp_server.migrate import migrate
+    from mint_migrate.migrate import migrate
 
     workspace, outside = places
     (outside / "config" / "loss").mkdir(parents=True)

@@ -8,7 +8,7 @@ import pytest
 import yaml
 from omegaconf import OmegaConf
 
-from mcp_server.analyze.yamlconf import YamlConfig
+from mint_migrate.analyze.yamlconf import YamlConfig
 
 
 def leaves(tree: dict, prefix: str = "") -> dict:

@@ -1,4 +1,4 @@
-"""YAML configs are composed within bounds (mcp_server/analyze/yamlconf.py): an alias bomb, a
+"""YAML configs are composed within bounds (mint_migrate/analyze/yamlconf.py): an alias bomb, a
 recursive alias or deep nesting is refused with a clear error (exit 2, one JSON document with
 --json), never a RecursionError, minutes of work or gigabytes; and 600 seeded fuzzed configs give
 only a plan or that error."""
@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from mcp_server.analyze.yamlconf import YamlConfig
-from mcp_server.errors import MintMigrateError
-from mcp_server.migrate import migrate
+from mint_migrate.analyze.yamlconf import YamlConfig
+from mint_migrate.errors import MintMigrateError
+from mint_migrate.migrate import migrate
 
 CLI = str(Path(sys.executable).parent / "mint-migrate")
 FIXTURE = Path(__file__).parent / "fixtures/migrate/verl/ppo_gae_yaml/ppo_qwen_critic.yaml"

@@ -1,0 +1,397 @@
+"""One pass over the inputs that collects every setting they state, whatever the framework.
+
+The framework analyzers read the settings they know by where their framework keeps them; this
+harvest reads settings by what they are: every named literal binding with its line. Launch-command
+flags and hydra/dotlist overrides, YAML config keys, keywords given to a trainer / config /
+optimizer / scheduler / PEFT / sampling call, argparse and dataclass defaults, module constants,
+hyperparameter-looking locals of a function, dict entries, and the environment a launcher exports.
+
+The ledger (ledger.py) is built from it, and the names are mapped to settings by one synonym table
+(synonyms.py). When one name is stated several times, the value the run uses wins, by the same
+precedence as the analyzers (evidence.Level): code, then command line, then config, then usage
+example, then a default written in the script.
+"""
+
+from dataclasses import dataclass
+from typing import Any
+
+import libcst as cst
+
+from mint_migrate.analyze.evidence import Level, Loc, Value
+from mint_migrate.analyze.inputs import InputFile, Project
+from mint_migrate.analyze.pycommon import OPTIMIZERS
+from mint_migrate.analyze.pyvalues import CallSite, PySource
+from mint_migrate.analyze.scalars import parse_scalar
+from mint_migrate.analyze.synonyms import looks_like_setting
+from mint_migrate.pyindex import field_default
+from mint_migrate.pyparse import parse_ast
+
+Kind = str  # flag | override | config | keyword | argparse | field | constant | local | dict | env | launcher
+
+
+@dataclass(frozen=True)
+class Stated:
+    """One setting as the inputs write it."""
+
+    key: str  # as written: a flag without its dashes, a dotted override or YAML path, a keyword, a name
+    value: Any
+    loc: Loc
+    level: Level
+    kind: Kind
+    owner: str = ""  # the call a keyword is given to (`AdamW`), the class of a field, the launcher
+
+    @property
+    def norm(self) -> str:
+        return normalise(self.key)
+
+
+def normalise(key: str) -> str:
+    """`--per-device-train-batch-size` and `per_device_train_batch_size` name the same setting."""
+    return key.lstrip("-+~").replace("-", "_")
+
+
+# Calls whose keywords are settings: constructors of configs, trainers, optimizers, schedulers,
+# PEFT, sampling, and the loaders and generators whose options shape the run.
+_SETTING_CALL_SUFFIXES = ("Config", "Arguments", "Args", "Trainer", "Params", "Parameters", "Scheduler", "LR",
+                          "Loss", "Dataset", "Sampler")
+_SETTING_CALLS = {"from_pretrained", "generate", "load_dataset", "get_scheduler", "get_peft_model",
+                  "DataLoader", "sample", "sample_async", "clip_grad_norm_", "clip_grad_value_",
+                  "SamplingParams", "LLM", "spawn_service", "as_service", "options", "manual_seed", "seed",
+                  "set_seed", "seed_everything", "AdamParams", "create_lora_training_client",
+                  "create_lora_training_client_async", "prepare_model_for_kbit_training", "BitsAndBytesConfig"}
+# Positional arguments that are settings, by call: (position, key).
+_POSITIONAL = {"clip_grad_norm_": (1, "max_norm"), "clip_grad_value_": (1, "clip_value"),
+               "manual_seed": (0, "seed"), "set_seed": (0, "seed"), "seed_everything": (0, "seed"),
+               "seed": (0, "seed")}
+_MAX_ITEMS = 5000  # a generated config can be huge; the ledger is for people and agents
+
+
+def is_setting_call(name: str) -> bool:
+    return (name in _SETTING_CALLS or name in OPTIMIZERS or name.endswith(_SETTING_CALL_SUFFIXES)
+            or (name.startswith("get_") and "schedule" in name))
+
+
+def harvest(project: Project) -> list[Stated]:
+    """Every setting the inputs state, one item per name: the value the run uses."""
+    found: list[Stated] = []
+    for f in project.files:
+        if f.shell is not None:
+            found += _shell(f)
+        if f.yaml is not None:
+            found += _yaml(f)
+        if f.python is not None:
+            found += _python(f)
+    for command, _script in project.launches:
+        if not auxiliary(command):
+            found += _command(command)
+    return _winners(found)[:_MAX_ITEMS]
+
+
+def _winners(found: list[Stated]) -> list[Stated]:
+    """One item per (normalised) name: the highest level wins; among equals, the last one said.
+    Keywords of different calls stay apart (`AdamW(lr=)` and `Critic(lr=)` are two settings), except
+    that one name said twice at one line (the same call read twice) is one item."""
+    best: dict[tuple[str, str], Stated] = {}
+    order: list[tuple[str, str]] = []
+    for item in found:
+        slot = (item.norm, item.owner if item.kind == "keyword" else "")
+        old = best.get(slot)
+        if old is None:
+            order.append(slot)
+            best[slot] = item
+        elif item.level >= old.level:
+            best[slot] = item
+    seen: set[tuple[str, int, str]] = set()
+    out = []
+    for slot in order:
+        item = best[slot]
+        mark = (item.norm, item.loc.line, item.loc.path)
+        if mark in seen:
+            continue
+        seen.add(mark)
+        out.append(item)
+    return out
+
+
+# --- shell ------------------------------------------------------------------------------------------
+
+
+def _shell(f: InputFile) -> list[Stated]:
+    out = []
+    for name, value in f.shell.exports.items():
+        scalar = parse_scalar(value.value) if isinstance(value.value, str) else value.value
+        if _plain(scalar):
+            out.append(Stated(name, scalar, value.loc, value.level, "env"))
+    return out
+
+
+# Commands a launcher runs around the training (data preparation, generation, evaluation, export):
+# their flags are not the training run's settings.
+_AUXILIARY = ("batch_inference", "inference", "generate", "preprocess", "prepare_data", "data_prep", "lm_eval",
+              "evaluate", "eval_", "serve", "merge", "convert", "export", "download", "upload", "interactive_chat")
+
+
+def auxiliary(command) -> bool:
+    target = (command.module or command.script or "").lower()
+    return any(word in target for word in _AUXILIARY)
+
+
+def _command(command) -> list[Stated]:
+    out = []
+    for arg in command.launcher_args:
+        if arg.name and arg.value is not None and _plain(arg.value.value):
+            out.append(Stated(arg.written.lstrip("-"), arg.value.value, arg.value.loc, arg.value.level, "launcher",
+                              owner=command.launchers[0] if command.launchers else command.program))
+    for arg in command.args:
+        if arg.kind not in ("flag", "override") or not arg.name:
+            continue
+        value = arg.literal(Level.COMMAND) if arg.kind == "flag" else (arg.value or arg.literal(Level.COMMAND))
+        if value is None or not _plain(value.value):
+            continue
+        level = arg.value.level if arg.value is not None else value.level
+        key = arg.written.lstrip("-").lstrip("+~") if arg.kind == "flag" else arg.name
+        out.append(Stated(key, value.value, value.loc, level, arg.kind))
+    for name, value in command.env.items():
+        if _plain(value.value):
+            out.append(Stated(name, value.value, value.loc, value.level, "env"))
+    return out
+
+
+# --- YAML -------------------------------------------------------------------------------------------
+
+
+def _yaml(f: InputFile) -> list[Stated]:
+    out = []
+    for key, value in f.yaml.values.items():
+        if _plain(value.value):
+            out.append(Stated(key, value.value, value.loc, value.level, "config"))
+        elif isinstance(value.value, list) and all(isinstance(v, dict) for v in value.value):
+            # a list of mappings (a TRL dataset_mixture): each scalar as `key[i].name`, at its own line
+            for i, entry in enumerate(value.value):
+                for name, item in entry.items():
+                    line = f.yaml.item_lines.get(f"{key}.{i}.{name}", value.loc.line)
+                    if _plain(item) and item is not None:
+                        out.append(Stated(f"{key}[{i}].{name}", item, Loc(value.loc.path, line), value.level,
+                                          "config"))
+    return out
+
+
+# --- Python -----------------------------------------------------------------------------------------
+
+
+def _python(f: InputFile) -> list[Stated]:
+    src = f.python
+    out: list[Stated] = []
+    example = f.example if f.launched_by is None else None
+    if example is not None:
+        out += _command(example)
+    out += _hydra(src)
+    out += _argparse(src)
+    out += _fields(src)
+    out += _assignments(src)
+    out += _calls(src)
+    out += _entry_defaults(src)
+    out += _attribute_settings(src)
+    return out
+
+
+def _attribute_settings(src: PySource) -> list[Stated]:
+    """`training_args.gradient_checkpointing_kwargs = {"use_reentrant": True}`, `cfg.lr = 1e-5`: a
+    setting given to a config object after it was built."""
+    import ast
+
+    out = []
+    for node in ast.walk(parse_ast(src.text, src.label)):
+        if not isinstance(node, ast.Assign) or len(node.targets) != 1 or not isinstance(node.targets[0], ast.Attribute):
+            continue
+        if isinstance(node.targets[0].value, ast.Name) and node.targets[0].value.id == "self":
+            continue  # an object's own state, not a run setting
+        try:
+            value = ast.literal_eval(node.value)
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            continue
+        if value is not None and (_plain(value) or _flat_dict(value)):
+            out.append(Stated(node.targets[0].attr, list(value) if isinstance(value, tuple) else value,
+                              src.at(node.lineno), Level.CODE, "attribute"))
+    return out
+
+
+# Functions whose parameters are the run's settings: a script's entry point (also when `fire.Fire`
+# or a CLI library builds the command line from it) and verl's reward entry.
+_ENTRY_NAMES = {"main", "train", "compute_score", "run", "finetune"}
+
+
+def _entry_defaults(src: PySource) -> list[Stated]:
+    fired = {dotted for call in src.calls if call.name in ("Fire", "run", "command", "CLI")
+             for arg in call.node.args[:1] if (dotted := _name_of(arg.value))}
+    out = []
+    for name, info in src.functions.items():
+        if "@" in name or not (name in _ENTRY_NAMES or name in fired):
+            continue
+        for param in info.params.values():
+            if param.default is None or not _literal_node(param.default):
+                continue
+            value = src.evaluate(param.default, None)
+            if value is None or value.value is None or not _plain(value.value):
+                continue
+            out.append(Stated(param.name, value.value, value.loc, Level.DEFAULT, "argparse", owner=name))
+    return out
+
+
+def _name_of(node: cst.BaseExpression) -> str | None:
+    return node.value if isinstance(node, cst.Name) else None
+
+
+def _hydra(src: PySource) -> list[Stated]:
+    """The config a `@hydra.main` function receives, composed from its defaults list and overrides."""
+    if src.hydra is None:
+        return []
+    return [Stated(k, v.value, v.loc, v.level, "config") for k, v in src.hydra.values.items() if _plain(v.value)]
+
+
+def _argparse(src: PySource) -> list[Stated]:
+    out = []
+    for dest, arg in src.argparse.items():
+        value = None
+        if arg.default is not None:
+            value = src.evaluate(arg.default, None)
+        elif arg.action in ("store_true", "store_false"):
+            value = Value(arg.action == "store_false", src.at(arg.line), Level.DEFAULT)
+        if value is None or not _plain(value.value) or value.value is None:
+            continue
+        out.append(Stated(dest, value.value, value.loc, Level.DEFAULT, "argparse"))
+    for name, (node, _line) in src.set_defaults.items():
+        value = src.evaluate(node, None)
+        if value is not None and _plain(value.value):
+            out.append(Stated(name, value.value, value.loc, Level.DEFAULT, "argparse"))
+    return out
+
+
+def _fields(src: PySource) -> list[Stated]:
+    out = []
+    for info in src.classes.values():
+        if not info.is_config:
+            continue
+        for name, fdef in info.fields.items():
+            default = field_default(fdef.default)
+            if default is None:
+                continue
+            value = src.evaluate(default, None)
+            if value is None or not _plain(value.value) or value.value is None:
+                continue
+            out.append(Stated(name, value.value, value.loc, Level.DEFAULT, "field", owner=info.name))
+    return out
+
+
+def _assignments(src: PySource) -> list[Stated]:
+    """Module constants (and hyperparameter-named locals of functions) bound to literal values."""
+    out = []
+    for name, assignments in src.assigns.items():
+        for a in assignments:
+            if len(a.targets) != 1 or name.startswith("__") or not _literal_node(a.value):
+                continue
+            local = a.scope is not None
+            if local and not (name.isupper() or looks_like_setting(name)):
+                continue
+            value = src.evaluate(a.value, a.scope)
+            if value is None:
+                continue
+            if isinstance(value.value, dict):
+                out += _dict_entries(src, a.value, a.scope)
+                continue
+            if not _plain(value.value) or value.value is None:
+                continue
+            out.append(Stated(name, value.value, value.loc, Level.CODE, "local" if local else "constant"))
+    return out
+
+
+def _dict_entries(src: PySource, node: cst.BaseExpression, scope) -> list[Stated]:
+    out = []
+    if not isinstance(node, cst.Dict):
+        return out
+    for element in node.elements:
+        if not isinstance(element, cst.DictElement) or not isinstance(element.key, cst.SimpleString):
+            continue
+        key = src.evaluate(element.key, scope)
+        value = src.evaluate(element.value, scope)
+        if key is None or value is None or not isinstance(key.value, str) or not _plain(value.value):
+            continue
+        if value.value is None or not _literal_node(element.value):
+            continue
+        out.append(Stated(key.value, value.value, value.loc, Level.CODE, "dict"))
+    return out
+
+
+def _calls(src: PySource) -> list[Stated]:
+    out = []
+    for call in src.calls:
+        if call.switched_off():
+            continue
+        if is_setting_call(call.name):
+            out += _call_items(src, call)
+        if is_setting_call(call.name) or call.name in ("apply", "update", "override", "replace"):
+            for arg in call.node.args:  # `blueprint.apply({"learning_rate": 4e-5, ...})`
+                if isinstance(arg.value, cst.Dict):
+                    out += _dict_entries(src, arg.value, call.scope)
+    return out
+
+
+def _call_items(src: PySource, call: CallSite) -> list[Stated]:
+    out = []
+    owner = call.name
+    for arg in call.node.args:
+        if arg.keyword is None or not _literal_node(arg.value):
+            continue
+        value = src.evaluate(arg.value, call.scope)
+        if value is None or value.value is None or not (_plain(value.value) or _flat_dict(value.value)):
+            continue
+        out.append(Stated(arg.keyword.value, value.value, value.loc, Level.CODE, "keyword", owner=owner))
+    position = _POSITIONAL.get(call.name)
+    if position is not None:
+        index, key = position
+        node = call.arg_node(index)
+        if node is not None and _literal_node(node):
+            value = src.evaluate(node, call.scope)
+            if value is not None and _plain(value.value):
+                out.append(Stated(key, value.value, value.loc, Level.CODE, "keyword", owner=owner))
+    return out
+
+
+# --- values -----------------------------------------------------------------------------------------
+
+
+def _literal_node(node: cst.BaseExpression) -> bool:
+    """A value written as a literal (or arithmetic / a list of literals): `1e-5`, `-1`, `2 ** 10`,
+    `(0.9, 0.95)`, `"Qwen/Qwen3-4B"`. Names and calls are the harvest of where they are bound."""
+    if isinstance(node, cst.Integer | cst.Float | cst.SimpleString | cst.ConcatenatedString):
+        return True
+    if isinstance(node, cst.Name):
+        return node.value in {"True", "False", "None"}
+    if isinstance(node, cst.UnaryOperation):
+        return _literal_node(node.expression)
+    if isinstance(node, cst.BinaryOperation):
+        return _literal_node(node.left) and _literal_node(node.right)
+    if isinstance(node, cst.List | cst.Tuple):
+        return all(isinstance(e, cst.Element) and _literal_node(e.value) for e in node.elements)
+    if isinstance(node, cst.Dict):
+        return all(isinstance(e, cst.DictElement) and _literal_node(e.value) for e in node.elements)
+    if isinstance(node, cst.FormattedString):
+        return all(isinstance(p, cst.FormattedStringText) for p in node.parts)
+    if isinstance(node, cst.IfExp):  # a literal either way; which one, the evaluator decides from the test
+        return _literal_node(node.body) and _literal_node(node.orelse)
+    return False
+
+
+def _flat_dict(value: Any) -> bool:
+    """A keyword's dict of options (`gradient_checkpointing_kwargs={"use_reentrant": True}`)."""
+    return isinstance(value, dict) and len(value) <= 32 and all(
+        isinstance(k, str) and _plain(v) and not isinstance(v, list | tuple) for k, v in value.items())
+
+
+def _plain(value: Any) -> bool:
+    """A value a ledger can show: a scalar, or a list of scalars (a dict is a group of settings)."""
+    if value is None or isinstance(value, bool | int | float | str):
+        return True
+    if isinstance(value, list | tuple):
+        return len(value) <= 64 and all(v is None or isinstance(v, bool | int | float | str) for v in value)
+    return False

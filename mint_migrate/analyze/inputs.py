@@ -1,0 +1,261 @@
+"""The input files of one migration: the primary file, its companions, and how they link.
+
+A launch script names the Python script it runs and the config file it passes; those are read
+too when they were given with --config or sit where the command says. Paths in reported sources
+are relative to the primary file's folder.
+"""
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from mint_migrate.analyze.evidence import Value
+from mint_migrate.analyze.hydra import compose, hydra_main
+from mint_migrate.analyze.pyvalues import PySource
+from mint_migrate.analyze.shell import Command, ShellScript
+from mint_migrate.analyze.usage import usage_commands
+from mint_migrate.analyze.yamlconf import YamlConfig
+from mint_migrate.errors import MintMigrateError
+from mint_migrate.workspace import read_text_checked
+
+Kind = Literal["python", "shell", "yaml"]
+_SUFFIXES: dict[str, Kind] = {".py": "python", ".sh": "shell", ".bash": "shell", ".zsh": "shell",
+                              ".yaml": "yaml", ".yml": "yaml", ".json": "yaml"}
+# Flags that point a training script at its config file.
+CONFIG_FLAGS = {"config", "config_file", "config_path", "config_name", "cfg", "recipe"}
+# Config files that configure the launcher or the cluster, not the training run.
+_INFRA_KEYS = {"distributed_type", "compute_environment", "zero_optimization", "deepspeed_config",
+               "fsdp_config.fsdp_sharding_strategy", "train_micro_batch_size_per_gpu", "zero_stage"}
+
+
+@dataclass
+class InputFile:
+    path: Path
+    label: str
+    kind: Kind
+    primary: bool
+    python: PySource | None = None
+    shell: ShellScript | None = None
+    yaml: YamlConfig | None = None
+    auto: bool = False  # found from the inputs (named by a command or script, or the app beside a config)
+    launched_by: Command | None = None  # the launch command that runs this script
+    example: Command | None = None  # else: the usage command quoted in its docstring, if any
+    text: str = ""  # the file as read, for the lines a reader is pointed to
+
+    @property
+    def is_infra_config(self) -> bool:
+        """An accelerate / DeepSpeed config: cluster settings, not training settings."""
+        return self.yaml is not None and any(
+            k.split(".")[0] in _INFRA_KEYS or k in _INFRA_KEYS for k in self.yaml.keys()  # noqa: SIM118 - YamlConfig, not a dict
+        )
+
+
+@dataclass
+class Project:
+    primary: InputFile
+    files: list[InputFile] = field(default_factory=list)
+    launches: list[tuple[Command, InputFile | None]] = field(default_factory=list)
+
+    @property
+    def base_dir(self) -> Path:
+        return self.primary.path.parent
+
+    def pythons(self) -> list[InputFile]:
+        return [f for f in self.files if f.python is not None]
+
+    def yamls(self, *, training: bool = True) -> list[InputFile]:
+        return [f for f in self.files if f.yaml is not None and (not training or not f.is_infra_config)]
+
+    def infra_configs(self) -> list[InputFile]:
+        return [f for f in self.files if f.yaml is not None and f.is_infra_config]
+
+    def commands(self) -> list[Command]:
+        return [c for c, _ in self.launches]
+
+    def main_command(self) -> Command | None:
+        return self.launches[0][0] if self.launches else None
+
+    def find(self, written: str, relative_to: Path | None = None) -> InputFile | None:
+        """The loaded file a command refers to by path (or, failing that, by file name)."""
+        base = relative_to or self.base_dir
+        wanted = (base / os.path.expanduser(written)).resolve()
+        for f in self.files:
+            if f.path.resolve() == wanted:
+                return f
+        name = Path(written).name
+        matches = [f for f in self.files if f.path.name == name]
+        return matches[0] if len(matches) == 1 else None
+
+    def label_for(self, path: Path) -> str:
+        if path.resolve() == self.primary.path.resolve():
+            return path.name
+        return Path(os.path.relpath(path.resolve(), self.base_dir.resolve())).as_posix()
+
+
+def kind_of(path: Path, text: str) -> Kind | None:
+    kind = _SUFFIXES.get(path.suffix.lower())
+    if kind:
+        return kind
+    first = text.split("\n", 1)[0]
+    if first.startswith("#!"):
+        if "python" in first:
+            return "python"
+        if any(sh in first for sh in ("bash", "/sh", "zsh", "env sh")):
+            return "shell"
+    return None
+
+
+def _peek(path: Path) -> str:
+    """A file the analyzer only looks into to choose inputs: '' when it cannot be read, or lies
+    outside an MCP tool's read fence (a link to elsewhere)."""
+    try:
+        return read_text_checked(path, errors="replace")
+    except (MintMigrateError, OSError):
+        return ""
+
+
+def _read(path: Path) -> str:
+    try:
+        return read_text_checked(path)  # an MCP tool's read fence, if any
+    except FileNotFoundError as exc:
+        raise MintMigrateError(f"cannot read {path}: no such file. Check the path (relative paths are taken "
+                               "from the workspace root).") from exc
+    except IsADirectoryError as exc:
+        raise MintMigrateError(f"{path} is a directory; pass the training script, launch script or "
+                               "config file inside it.") from exc
+    except UnicodeDecodeError as exc:
+        raise MintMigrateError(f"{path}:1: not a UTF-8 text file; pass a Python, shell or YAML file.") from exc
+
+
+def _parse(f: InputFile, text: str) -> None:
+    f.text = text
+    if f.kind == "python":
+        f.python = PySource(text, f.label)
+    elif f.kind == "shell":
+        f.shell = ShellScript(text, f.label)
+    else:
+        f.yaml = YamlConfig(text, f.label)
+
+
+def load_project(source: Path, configs: list[Path]) -> Project:
+    source = Path(source)
+    text = _read(source)
+    kind = kind_of(source, text)
+    if kind is None:
+        raise MintMigrateError(
+            f"{source}:1: unknown file type '{source.suffix or source.name}'; pass a Python script (.py), "
+            "a shell launch script (.sh) or a config (.yaml/.yml/.json)."
+        )
+    primary = InputFile(source, source.name, kind, primary=True)
+    project = Project(primary=primary, files=[primary])
+    _parse(primary, text)
+    for path in configs:
+        path = Path(path)
+        if path.resolve() == source.resolve():
+            continue
+        add_file(project, path, auto=False)
+    if primary.yaml is not None and not any(f.python or f.shell for f in project.files):
+        _find_app(project)
+    _link_launches(project)
+    return project
+
+
+def _find_app(project: Project) -> None:
+    """A config given alone: the script in its folder that names it (`main.py` reading `--config
+    qwen3_8b.yaml`, or any script that mentions the file), read as if it had been given."""
+    primary = project.primary
+    folder = primary.path.parent
+    scripts = sorted(p for p in folder.glob("*.py") if p.is_file())
+    named = [p for p in scripts if primary.path.name in _peek(p)]
+    candidates = named or [p for p in scripts if p.name in {"main.py", "train.py"}]
+    if len(candidates) == 1 or (candidates and candidates[0].name == "main.py"):
+        add_file(project, candidates[0], auto=True)
+
+
+def add_file(project: Project, path: Path, *, auto: bool) -> InputFile:
+    text = _read(path)
+    kind = kind_of(path, text)
+    if kind is None:
+        raise MintMigrateError(
+            f"{path}:1: unknown file type '{path.suffix or path.name}'; companions must be Python, shell or YAML."
+        )
+    f = InputFile(path, project.label_for(path), kind, primary=False, auto=auto)
+    _parse(f, text)
+    project.files.append(f)
+    return f
+
+
+def _link_launches(project: Project) -> None:
+    """Connect each launch command to the script it runs, and hand that script its flags."""
+    for f in list(project.files):
+        if f.shell is None:
+            continue
+        for command in f.shell.commands:
+            script_file = None
+            if command.script:
+                script_file = project.find(command.script, f.path.parent)
+                if script_file is None:
+                    candidate = (f.path.parent / os.path.expanduser(command.script))
+                    if candidate.is_file() and candidate.suffix == ".py":
+                        script_file = add_file(project, candidate, auto=True)
+            for arg in [*command.launcher_args, *command.flags()]:
+                if arg.name in CONFIG_FLAGS and arg.value is not None and isinstance(arg.value.value, str):
+                    _follow_config(project, f, arg.value.value)
+            named = {a.name: a.value.value for a in command.flags() if a.value is not None}
+            hydra_name = named.get("config_name")
+            if isinstance(hydra_name, str) and not hydra_name.endswith((".yaml", ".yml")):
+                # hydra's `--config-path=DIR --config-name=NAME`: DIR/NAME.yaml
+                _follow_config(project, f, f"{named.get('config_path', '.')}/{hydra_name}.yaml")
+            for arg in command.args:  # `run_sft.py recipes/m/sft/config.yaml`: a recipe given by position
+                written = str(arg.value.value) if arg.value is not None else ""
+                if arg.kind == "positional" and written.endswith((".yaml", ".yml")):
+                    _follow_config(project, f, written)
+            project.launches.append((command, script_file))
+            if script_file is not None and script_file.python is not None and script_file.launched_by is None:
+                script_file.launched_by = command
+                script_file.python.use_command_line(command_flags(command))
+    for f in project.pythons():
+        if f.launched_by is None:
+            flags, f.example = example_flags(f.python)
+            f.python.use_command_line(flags)
+            if f.example is not None:
+                for arg in f.example.flags():
+                    if arg.name in CONFIG_FLAGS and arg.value is not None and isinstance(arg.value.value, str):
+                        if project.find(arg.value.value, f.path.parent) is None:
+                            candidate = f.path.parent / arg.value.value
+                            if candidate.is_file() and candidate.suffix.lower() in {".yaml", ".yml"}:
+                                add_file(project, candidate, auto=True)
+        f.python.use_configs([y.yaml for y in project.yamls()])
+        hydra = hydra_main(f.python)
+        if hydra is not None:
+            config_dir, name = hydra
+            composed = compose(f.path.parent / config_dir, name, f.python.cli, project.label_for)
+            if composed is not None:
+                f.python.use_hydra(composed)
+
+
+def _follow_config(project: Project, shell_file: InputFile, written: str) -> None:
+    if project.find(written, shell_file.path.parent) is not None:
+        return
+    candidate = shell_file.path.parent / os.path.expanduser(written)
+    if candidate.is_file() and candidate.suffix.lower() in {".yaml", ".yml", ".json"}:
+        add_file(project, candidate, auto=True)
+
+
+def command_flags(command: Command) -> dict[str, Value]:
+    """A command's flags and overrides by normalised name (the last one wins, as in argparse)."""
+    out: dict[str, Value] = {}
+    for arg in command.args:
+        if arg.kind in {"flag", "override"} and arg.value is not None:
+            out[arg.name] = arg.value
+    return out
+
+
+def example_flags(src: PySource) -> tuple[dict[str, Value], Command | None]:
+    """The flags of the first launch command quoted in a script's docstring (usage examples)."""
+    commands = usage_commands(src)
+    if not commands:
+        return {}, None
+    return command_flags(commands[0]), commands[0]
+

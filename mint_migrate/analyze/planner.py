@@ -1,0 +1,258 @@
+"""Inputs -> MigrationPlan: load the files, detect the framework, run its analyzer, then add what
+every launch has in common, the MinT choices, and the user's task (data, reward, schedule: task.py)
+with what became of every setting (coverage.py). Nothing is rendered or written here."""
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mint_migrate.analyze import choices, confirm, coverage, ledger, optimizer, task
+from mint_migrate.analyze.detect import detect
+from mint_migrate.analyze.evidence import Evidence, Value
+from mint_migrate.analyze.harvest import Stated, harvest
+from mint_migrate.analyze.inputs import Project, load_project
+from mint_migrate.analyze.pycommon import server_side
+from mint_migrate.analyze.registry import analyzer
+from mint_migrate.analyze.settings import build_settings, coerce
+from mint_migrate.analyze.synonyms import meaning
+from mint_migrate.plan import SETTING_KEYS, Construct, MigrationPlan, MintChoices, PlanWarning, Setting, Settings
+
+
+@dataclass
+class Analysis:
+    plan: MigrationPlan
+    tinker_fixes: list[Construct] = field(default_factory=list)
+
+
+def analyze(source_path: Path, config_paths: list[Path], confirmed: list[str] | None = None) -> MigrationPlan:
+    """Read the inputs and return the plan: framework, algorithm, traced settings, MinT choices."""
+    return analyze_inputs(Path(source_path), [Path(p) for p in config_paths], confirmed).plan
+
+
+def analyze_inputs(source_path: Path, config_paths: list[Path], confirmed: list[str] | None = None) -> Analysis:
+    """The plan, plus the Tinker 0.38 -> 0.22 call fixes the report lists. `confirmed`: settings the
+    caller read in the inputs, `key=value@file:line`, each checked against its line (confirm.py)."""
+    project = load_project(Path(source_path), [Path(p) for p in config_paths])
+    framework, where = detect(project)
+    stated = harvest(project)
+    ev = Evidence(stated=stated, meaning_of=meaning)
+    reader = analyzer(framework)
+    reader.analyze(project, ev)
+    _launch_context(project, ev)
+    _fill_from_harvest(ev, stated, reader.reserved_names)
+    agent = confirm.apply(confirm.parse_all(confirmed or []), project, ev)
+    vote = ev.algorithm()
+    algorithm = vote.algorithm if vote is not None else "other"
+    settings = build_settings(ev)
+    defaults = {
+        key: Setting(value=coerce(value), source=f"{framework} default: {name}")
+        for key, (value, name) in reader.defaults(algorithm).items()
+        if getattr(settings, key) is None
+    }
+    mint, more = choices.choose(framework, algorithm, ev.variant, settings, defaults, ev)
+    mint.reasons.insert(0, f"framework {framework}: recognised at {where}")
+    facts = task.extract(project, ev, reader.read_task, algorithm, mint.kind, settings)
+    _task_choices(mint, settings, facts)
+    warnings = [*_still_open(ev.warnings, mint.kind, facts), *more, *facts.warnings, *_stray_flags(project),
+                *_hydra_skipped(project)]
+    if algorithm == "other" and vote is not None and vote.weight == 0:
+        warnings.append(PlanWarning(code="ALGORITHM_UNKNOWN", message=f"Could not tell the algorithm: {vote.why}. "
+                                    "Check the scaffold choice in MIGRATION.md."))
+    plan = MigrationPlan(
+        framework=framework,
+        algorithm=algorithm,
+        variant=ev.variant,
+        settings=settings,
+        framework_defaults=defaults,
+        mint=mint,
+        warnings=warnings,
+        constructs=ev.constructs,
+        data=facts.data,
+        reward=facts.reward,
+        schedule=facts.schedule,
+        inputs=[f.label + (" (found from the inputs: named by them, or the app beside a config)" if f.auto else "")
+                for f in project.files],
+    )
+    if facts.reward is not None and facts.reward.status == "placeholder":
+        plan.warnings.append(PlanWarning(code="REWARD_PLACEHOLDER", message="train.py's reward is the scaffold's "
+                                         f"placeholder, not yours: {facts.reward.reason}.",
+                                         source=facts.reward.source))
+    adam = optimizer.choose(framework, stated, reader.optimizer_defaults(algorithm), _optimizer_class(project))
+    mint.optimizer = adam.values
+    mint.reasons += [f"Adam {param} {adam.values[param]:g}: {origin.text}" for param, origin in adam.origins.items()]
+    mint.save_every = _run_int(stated, "save_every", minimum=1)
+    mint.seed = _run_int(stated, "seed", minimum=0)
+    plan.setting_uses = coverage.setting_uses(plan)
+    _reward_constructs(plan)
+    infra = {f.label for f in project.infra_configs()}
+    texts = {f.label: f.text for f in project.files}
+    plan.ledger = ledger.build(plan, stated, ev, adam, infra, agent, texts)
+    missing = [key for key in SETTING_KEYS if getattr(settings, key) is None]
+    plan.unmapped = ledger.candidates(texts, missing)
+    return Analysis(plan, ev.tinker_fixes)
+
+
+# Canonical settings the synonym table may fill when a framework reader found nothing: names that
+# mean one thing wherever they are written. Batch sizes are not among them (a DataLoader's batch is
+# per device in one script and global in another), nor reward functions (code, not a value).
+_FILLABLE = ("base_model", "dataset", "learning_rate", "gradient_accumulation_steps", "num_epochs", "max_steps",
+             "max_seq_length", "max_prompt_length", "max_response_length", "num_generations", "kl_coef",
+             "clip_ratio", "temperature", "lora.rank", "lora.alpha", "lora.target_modules")
+
+
+_TEXT_SETTINGS = ("base_model", "dataset", "lora.target_modules")
+# Sampling and policy-loss settings: a training setting only in an RL run (in an SFT script a
+# `temperature` is its evaluation's).
+_RL_ONLY = ("num_generations", "kl_coef", "clip_ratio", "temperature")
+
+
+def _fill_from_harvest(ev: Evidence, stated: list[Stated], reserved: tuple[str, ...]) -> None:
+    """A setting the framework reader did not find, stated once under a name that means it: the
+    harvest's value, at its line. Two different values for one setting fill nothing (the reader
+    would have to know which one the run uses); nor do names the framework uses for something else
+    (`reserved`: OpenRLHF's PPO `max_epochs` is updates per batch), unresolved interpolations, or
+    LoRA options when the inputs switch LoRA off."""
+    vote = ev.algorithm()
+    rl = vote is not None and vote.algorithm in ("grpo", "ppo", "reinforce", "distillation")
+    leaves = {s.norm.rsplit(".", 1)[-1]: s.value for s in stated}
+    kl_off = leaves.get("disable_kl") is True or (leaves.get("use_kl_loss") is False
+                                                  and leaves.get("use_kl_in_reward") is not True)
+    lora_off = any((s.norm.rsplit(".", 1)[-1] in ("use_peft", "use_lora", "lora") and s.value is False)
+                   or (s.norm.rsplit(".", 1)[-1] in ("lora_rank", "lora_r") and s.value == 0) for s in stated)
+    for key in _FILLABLE:
+        if ev.best(key) is not None or (lora_off and key.startswith("lora.")) or (key in _RL_ONLY and not rl) \
+                or (key == "kl_coef" and kl_off):
+            continue
+        found = [s for s in stated if (m := meaning(s.key, s.owner)) is not None and m.family == "setting"
+                 and m.concept == key and not _reserved(s.norm, reserved) and _usable(key, s.value)]
+        values = {repr(s.value) for s in found}
+        if len(values) == 1:
+            best = max(found, key=lambda s: s.level)
+            ev.setting(key, Value(best.value, best.loc, best.level))
+            if key == "lora.rank" and "used_lora" not in ev.extras:
+                ev.extra("used_lora", Value(True, best.loc, best.level))  # the stated rate is already a LoRA rate
+
+
+def _reserved(norm: str, reserved: tuple[str, ...]) -> bool:
+    """A name the framework reader owns: its last part, or a dotted ending (`kl_ctrl.kl_coef`)."""
+    return any(norm == r or norm.endswith("." + r) for r in reserved)
+
+
+def _usable(key: str, value: object) -> bool:
+    if value in (None, "", []) or isinstance(value, bool):
+        return False
+    if isinstance(value, str) and "${" in value:
+        return False  # an interpolation the config reader could not resolve
+    if key in _TEXT_SETTINGS:
+        return isinstance(value, str | list)
+    if key.startswith("lora.") or key in ("num_generations", "max_steps", "num_epochs"):
+        return isinstance(value, int | float) and value > 0  # 0 and -1 mean off / unset there
+    return isinstance(value, int | float) and value >= 0
+
+
+def _optimizer_class(project: Project) -> str | None:
+    """The optimizer class the source builds itself (`torch.optim.AdamW(model.parameters(), ...)`)."""
+    for f in project.pythons():
+        for call in f.python.calls:
+            if call.name in optimizer.TORCH_CLASSES and not call.switched_off():
+                return call.name
+    return None
+
+
+def _run_int(stated: list[Stated], concept: str, minimum: int) -> int | None:
+    """The source's save interval or seed, when it states one (the highest-level statement wins)."""
+    found = [s for s in stated if (m := meaning(s.key, s.owner)) is not None and m.concept == concept
+             and isinstance(s.value, int) and not isinstance(s.value, bool) and s.value >= minimum]
+    return max(found, key=lambda s: s.level).value if found else None
+
+
+def _task_choices(mint: MintChoices, settings: Settings, facts: task.Task) -> None:
+    """The choices the task adds: the prompt limit, and the throughput variant when the source samples
+    while it trains."""
+    mint.max_prompt_tokens, why = coverage.prompt_limit(mint.kind, settings, mint.max_tokens)
+    if why:
+        mint.reasons.append(why)
+    several = facts.schedule.minibatches > 1 or facts.schedule.updates_per_batch > 1
+    if mint.kind == "grpo" and facts.throughput and several:
+        mint.reasons.append(f"the plain GRPO recipe, although the source samples while it trains "
+                            f"({facts.throughput}): only the plain recipe takes several optim_steps per batch")
+    elif mint.kind == "grpo" and facts.throughput:
+        mint.throughput = True
+        mint.reasons.append(f"the throughput variant (sampling while training, streaming minibatches): the source "
+                            f"samples while it trains ({facts.throughput})")
+
+
+def _still_open(warnings: list[PlanWarning], kind: str, facts: task.Task) -> list[PlanWarning]:
+    """The analyzers' warnings, without the ones train.py now handles: the loss normalisation (in
+    the datum weights / advantages) and several updates per batch (--updates-per-batch)."""
+    handled = set()
+    if kind in ("sft", "grpo"):
+        handled.add("LOSS_AGGREGATION")
+    if kind == "grpo" and facts.schedule.updates_per_batch > 1:
+        handled.add("MULTI_UPDATE")
+    return [w for w in warnings if w.code not in handled]
+
+
+def _reward_constructs(plan: MigrationPlan) -> None:
+    """The side-by-side rows of reward functions name what train.py really does with them."""
+    reward = plan.reward
+    if reward is None:
+        return
+    for construct in plan.constructs:
+        if construct.mint.startswith("reward_fn("):
+            if reward.status == "user":
+                construct.mint = (f"called unchanged from train.py (REWARD, the {reward.style} signature)"
+                                  + (", copied into rewards.py" if reward.extract else ""))
+                construct.note = reward.reason
+            else:
+                construct.mint, construct.note = "train.py's placeholder reward", reward.reason
+
+
+def _launch_context(project: Project, ev: Evidence) -> None:
+    """What every framework's launch has in common: the process count, and launchers and cluster
+    configs that become server-side on MinT."""
+    main = project.main_command()
+    if main is not None and main.world_size is not None and "world_size" not in ev.extras:
+        ev.extra("world_size", main.world_size)
+    for command in project.commands():
+        for launcher in command.launchers:
+            if launcher in {"torchrun", "deepspeed", "accelerate"}:
+                server_side(ev, f"{launcher} (multi-process GPU launch)", command.loc)
+            elif launcher == "ray":
+                server_side(ev, "ray job submit (Ray cluster)", command.loc)
+    for f in project.files:
+        gpu_env = sorted(k for k in (f.shell.exports if f.shell else {}) if k.startswith(("VLLM_", "NCCL_", "CUDA_")))
+        if gpu_env:
+            server_side(ev, f"GPU engine environment ({', '.join(gpu_env)})", f.shell.exports[gpu_env[0]].loc)
+    for f in project.infra_configs():
+        values = f.yaml.values
+        # accelerate's config file sets the process count when the command line does not
+        processes = values.get("num_processes")
+        if processes is not None and isinstance(processes.value, int) and "world_size" not in ev.extras:
+            ev.extra("world_size", processes)
+        keys = ("distributed_type", "deepspeed_config.zero_stage", "zero_optimization.stage")
+        what = next((f"{k}={values[k].value}" for k in keys if k in values), "cluster settings")
+        loc = next((values[k].loc for k in keys if k in values), None)
+        server_side(ev, f"{f.label} ({what})", loc)
+
+
+def _hydra_skipped(project: Project) -> list[PlanWarning]:
+    """Defaults-list entries of a hydra composition that were not read: said, never skipped silently."""
+    out = []
+    for f in project.pythons():
+        for what in getattr(f.python.hydra, "skipped", []) if f.python.hydra is not None else []:
+            where, _, message = what.partition(": ")
+            out.append(PlanWarning(code="HYDRA_UNRESOLVED", message=f"{message}. Its settings are not in the plan: "
+                                   "pass the file with --config, or confirm the values with --set.", source=where))
+    return out
+
+
+def _stray_flags(project: Project) -> list[PlanWarning]:
+    out = []
+    for f in project.files:
+        if f.shell is None:
+            continue
+        for loc in f.shell.stray_flags:
+            out.append(PlanWarning(code="STRAY_FLAGS", message="A line starts with a flag but is not part of a "
+                                   "command: a comment or a missing backslash cut the command above it short, and "
+                                   "bash ignores these flags too.", source=str(loc)))
+    return out

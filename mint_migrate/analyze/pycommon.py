@@ -1,0 +1,191 @@
+"""Python facts that mean the same in every framework: model and dataset loading, optimizers,
+LoRA configs, and the infrastructure imports that become server-side on MinT."""
+
+import libcst as cst
+
+from mint_migrate.analyze.evidence import Evidence, Loc, Value
+from mint_migrate.analyze.pyvalues import CallSite, PySource
+from mint_migrate.pyindex import dotted_name, iter_nodes, literal_value
+
+_NOT_MODELS = ("Tokenizer", "Processor", "Config", "FeatureExtractor", "ImageProcessor")
+_NOT_MODEL_WORDS = ("tokenizer", "processor", "config", "extractor")
+OPTIMIZERS = {"AdamW", "Adam", "SGD", "Adafactor", "AdamW8bit", "PagedAdamW", "PagedAdamW8bit", "Lion",
+              "RMSprop", "Adagrad", "FusedAdam", "DeepSpeedCPUAdam"}
+_INFRA_MODULES = {
+    "deepspeed": "DeepSpeed (ZeRO sharding, offload)",
+    "vllm": "vLLM rollout engine",
+    "ray": "Ray cluster orchestration",
+    "torch.distributed.fsdp": "FSDP sharding",
+    "megatron": "Megatron parallelism",
+    "sglang": "SGLang rollout engine",
+    "monarch": "Monarch actors",
+}
+
+
+def is_model_loader(call: CallSite) -> bool:
+    if call.name not in {"from_pretrained"}:
+        return False
+    owner = call.qualname.rsplit(".", 2)[-2] if "." in call.qualname else ""
+    return bool(owner) and not any(owner.endswith(s) for s in _NOT_MODELS) and (
+        "Model" in owner or "For" in owner or owner.endswith(("LM", "Transformer"))
+        # a class picked at run time (`policy_cls = trainer.policy_hf_model_class`), not a tokenizer's
+        or (owner.lower().endswith(("_cls", "_class")) and not any(w in owner.lower() for w in _NOT_MODEL_WORDS))
+    )
+
+
+def model_id(call: CallSite) -> Value | None:
+    for key in ("pretrained_model_name_or_path", "model_name_or_path", "model_id"):
+        value = call.kwarg(key)
+        if value is not None:
+            return value
+    return call.arg(0)
+
+
+def model_loaders(src: PySource) -> list[CallSite]:
+    return [c for c in src.calls if is_model_loader(c)]
+
+
+def trained_model_call(src: PySource) -> CallSite | None:
+    """The model the optimizer trains (`AdamW(model.parameters())`), else the first model loaded
+    that is not named like a teacher, reference or reward model."""
+    loaders = model_loaders(src)
+    for opt in (c for c in src.calls if is_optimizer(c.name)):
+        first = opt.arg_node(0)
+        target = _parameters_owner(first)
+        if target:
+            for call in loaders:
+                if call.assigned_to == target:
+                    return call
+    others = ("teacher", "ref", "reward", "critic", "judge", "value")
+    for call in loaders:
+        if not any(word in (call.assigned_to or "").lower() for word in others):
+            return call
+    return loaders[0] if loaders else None
+
+
+def _parameters_owner(node: cst.BaseExpression | None) -> str | None:
+    # model.parameters() / filter(lambda p: ..., model.parameters()) / [p for p in model.parameters() ...]
+    if node is None:
+        return None
+    for n in iter_nodes(node):
+        if isinstance(n, cst.Call):
+            name = dotted_name(n.func) or ""
+            if name.endswith((".parameters", ".named_parameters")):
+                return name.rsplit(".", 1)[0]
+    return None
+
+
+def dataset_id(call: CallSite) -> Value | None:
+    first = call.kwarg("path") or call.arg(0)
+    # A file-format builder ("json", "parquet", ...) names its files in data_files; any other first
+    # argument (a Hub id, a path, or a value we could not read, such as a list) is the dataset itself.
+    if first is not None and isinstance(first.value, str) and first.value in {"json", "parquet", "csv", "text", "arrow"}:
+        files = call.kwarg("data_files")
+        if files is not None:
+            value = files.value
+            if isinstance(value, dict):
+                value = value.get("train", next(iter(value.values()), None))
+            return files.with_value(value) if isinstance(value, str | list) else None
+    return first
+
+
+def dataset_calls(src: PySource) -> list[CallSite]:
+    return src.calls_named("load_dataset", "load_from_disk")
+
+
+def is_optimizer(name: str) -> bool:
+    """torch's and the usual libraries' optimizers, and a project's own (`MemoryEfficientAdamW`)."""
+    return name in OPTIMIZERS or (name[:1].isupper() and name.endswith(("Adam", "AdamW", "SGD", "Lion", "Adafactor")))
+
+
+def optimizer_lr(src: PySource) -> list[tuple[CallSite, Value | None]]:
+    out = []
+    for call in (c for c in src.calls if is_optimizer(c.name)):
+        lr = call.kwarg("lr") or call.kwarg("learning_rate")
+        if lr is None and call.name in OPTIMIZERS:
+            lr = call.arg(1)
+        out.append((call, lr))
+    return out
+
+
+def lora_from_peft(call: CallSite, ev: Evidence) -> None:
+    """peft.LoraConfig(r=, lora_alpha=, target_modules=): rank is what MinT keeps."""
+    rank, alpha, modules = call.kwarg("r"), call.kwarg("lora_alpha"), call.kwarg("target_modules")
+    ev.setting("lora.rank", rank)
+    ev.setting("lora.alpha", alpha)
+    ev.setting("lora.target_modules", modules)
+    ev.extra("used_lora", Value(True, call.loc))
+    extras = [k for k in ("lora_alpha", "target_modules", "lora_dropout", "use_dora", "use_rslora", "modules_to_save")
+              if call.kwarg_node(k) is not None]
+    ev.construct(f"peft.LoraConfig({', '.join(['r'] * (rank is not None) + extras)})", call.loc,
+                 "create_lora_training_client(base_model, rank=r)",
+                 "only the rank carries over; MinT applies LoRA to attention, MLP and unembedding")
+    if extras:
+        ev.warn("LORA_OPTIONS", "LoRA " + ", ".join(extras) + (" has" if len(extras) == 1 else " have") + " no MinT equivalent: MinT takes only the "
+                "rank and trains attention, MLP and unembedding (train_attn/train_mlp/train_unembed).", call.loc)
+
+
+def infra_imports(src: PySource, ev: Evidence) -> None:
+    for module, loc in src.imported:
+        for prefix, what in _INFRA_MODULES.items():
+            if module == prefix or module.startswith(prefix + "."):
+                server_side(ev, what, loc)
+    for call in src.calls:
+        if call.name in {"BitsAndBytesConfig"} or call.kwarg_node("load_in_4bit") is not None \
+                or call.kwarg_node("load_in_8bit") is not None:
+            ev.warn("QUANTIZATION", "Quantized loading (bitsandbytes 4/8-bit) is not a client choice on MinT: "
+                    "the server holds the base model; drop the quantization config.", call.loc)
+            break
+    for call in src.calls_named("FullyShardedDataParallel", "FSDP", "DistributedDataParallel", "DDP"):
+        server_side(ev, "FSDP/DDP model wrapping", call.loc)
+    for call in src.calls_named("gradient_checkpointing_enable"):
+        ev.construct("model.gradient_checkpointing_enable()", call.loc, "(nothing)", "memory is managed server-side")
+
+
+def server_side(ev: Evidence, what: str, loc: Loc | None) -> None:
+    ev.warn("SERVER_SIDE", f"{what}: runs server-side on MinT; drop it from the training script "
+            "(no GPUs, sharding, engines or clusters to configure).", loc)
+
+
+def function_names(node: cst.BaseExpression | None, src: PySource, scope) -> list[str] | None:
+    """Names in `[f, g]` / `f` / a variable holding such a list (reward functions)."""
+    if node is None:
+        return None
+    if isinstance(node, cst.Name):
+        if node.value in {"None", "True", "False"}:  # `reward_funcs=reward_model` that may be None: no function
+            return None
+        if node.value in src.functions or node.value in src.imports:
+            return [node.value]
+        found = src.definition(node.value, scope, src.line(node))
+        if found and found[0] == "assign" and found[1].value is not node:
+            return function_names(found[1].value, src, found[1].scope)
+        return [node.value]
+    if isinstance(node, cst.Attribute):
+        return [dotted_name(node) or node.attr.value]
+    if isinstance(node, cst.SimpleString | cst.ConcatenatedString):
+        value = literal_value(node)
+        return [value] if isinstance(value, str) else None
+    if isinstance(node, cst.List | cst.Tuple):
+        names: list[str] = []
+        for element in node.elements:
+            if isinstance(element, cst.Element):
+                inner = function_names(element.value, src, scope)
+                if inner is None:
+                    return None
+                names += inner
+        return names
+    if isinstance(node, cst.Call):
+        name = dotted_name(node.func)
+        if name is None or name.rsplit(".", 1)[-1] in {"from_pretrained", "pipeline"}:
+            return None  # a reward *model* (`AutoModelForSequenceClassification.from_pretrained(...)`)
+        return [name.rsplit(".", 1)[-1]]
+    return None
+
+
+TEACHER_FLAG = "--teacher-path (a sampler checkpoint of the teacher on MinT)"
+
+
+def teacher_warning(ev: Evidence, teacher: str, loc: Loc | None) -> None:
+    ev.warn("DISTILL_TEACHER", f"The teacher ({teacher}) must be a sampler checkpoint on MinT: train or load it there "
+            "(save_weights_for_sampler(...).path) and pass it as --teacher-path. Student and teacher must share a "
+            "tokenizer.", loc)

@@ -1,0 +1,343 @@
+"""Hand-written PyTorch / transformers training loops.
+
+The algorithm is read from the shape of the loss: token cross-entropy (or `outputs.loss` of a causal
+LM) is SFT, `logsigmoid(beta * (chosen - rejected))` is DPO, a KL divergence against a teacher's
+logits is distillation, and generated samples weighted by rewards or advantages are a policy
+gradient (group sampling makes it GRPO). Settings come from the optimizer, the data loader, the
+loops, the tokenizer and `generate` calls, through the script's constants and argparse defaults.
+"""
+
+import libcst as cst
+
+from mint_migrate.analyze.evidence import Evidence, Loc, Value
+from mint_migrate.analyze.inputs import Project
+from mint_migrate.analyze.pycommon import (
+    TEACHER_FLAG,
+    dataset_calls,
+    dataset_id,
+    function_names,
+    infra_imports,
+    lora_from_peft,
+    model_id,
+    model_loaders,
+    optimizer_lr,
+    teacher_warning,
+    trained_model_call,
+)
+from mint_migrate.analyze.pyvalues import PySource
+from mint_migrate.analyze.registry import Analyzer
+from mint_migrate.analyze.scalars import as_int
+from mint_migrate.analyze.task import read_code_task
+from mint_migrate.errors import MintMigrateError
+from mint_migrate.pyindex import dotted_name, iter_nodes
+
+_STEP_WORDS = ("step", "iter", "update")
+_NAMED = {  # variable / argparse names -> settings, when the loop code itself cannot be resolved
+    "beta": "beta", "dpo_beta": "beta", "kl_coef": "kl_coef", "kl_beta": "kl_coef", "temperature": "temperature",
+    "num_generations": "num_generations", "group_size": "num_generations", "max_new_tokens": "max_response_length",
+    "grad_accum_steps": "gradient_accumulation_steps", "gradient_accumulation_steps": "gradient_accumulation_steps",
+    "accumulation_steps": "gradient_accumulation_steps", "clip_eps": "clip_ratio", "clip_ratio": "clip_ratio",
+    "max_length": "max_seq_length", "max_seq_length": "max_seq_length", "max_seq_len": "max_seq_length",
+    "epochs": "num_epochs", "num_epochs": "num_epochs", "max_steps": "max_steps",
+}
+
+
+def is_training_script(src: PySource) -> bool:
+    """A loop (backward, an optimizer), transformers' Trainer, or a hydra-configured program that
+    builds an optimizer over a model's parameters (`getattr(torch.optim, cfg.optimizer)(...)`)."""
+    return (bool(src.calls_named("backward")) or bool(optimizer_lr(src)) or bool(src.calls_named(*_HF_TRAINERS))
+            or (bool(src.calls_named("parameters")) and any(c.qualname == "hydra.main" for c in src.calls)))
+
+
+def analyze(project: Project, ev: Evidence) -> None:
+    found_loop = False
+    for f in project.pythons():
+        src = f.python
+        if not is_training_script(src):
+            continue
+        found_loop = True
+        infra_imports(src, ev)
+        _hf_trainer(src, ev)
+        _settings(src, ev)
+        _algorithm(src, ev)
+        _constructs(src, ev)
+    _hf_flags(project, ev)
+    if not found_loop:
+        raise MintMigrateError(
+            f"{project.primary.label}:1: no training loop found (no optimizer, no loss.backward()); pass the script "
+            "that trains, or a TRL / verl / OpenRLHF / torchforge / Tinker setup."
+        )
+
+
+_HF_TRAINERS = ("Trainer", "Seq2SeqTrainer")
+
+
+# Flags of an HfArgumentParser script (TrainingArguments and the usual model/data argument names).
+_HF_FLAG_EXTRAS = {"data_path": "dataset", "dataset": "dataset", "model_max_length": "max_seq_length",
+                   "lora_r": "lora.rank", "lora_alpha": "lora.alpha", "source_max_len": "max_prompt_length",
+                   "target_max_len": "max_response_length"}
+
+
+def _hf_flags(project: Project, ev: Evidence) -> None:
+    """Scripts whose settings come from HfArgumentParser dataclasses: the flags of their launch
+    command (or usage docstring) name TrainingArguments fields."""
+    from mint_migrate.analyze.trl import FIELDS
+
+    if not any(f.python.parsed_dataclasses() for f in project.pythons()):
+        return
+    for f in project.pythons():
+        for name, value in f.python.cli.items():
+            setting = FIELDS.get(name) or _HF_FLAG_EXTRAS.get(name)
+            if setting is not None and not (setting == "max_steps" and (as_int(value.value) or 0) <= 0):
+                ev.setting(setting, value)
+
+
+def _hf_trainer(src: PySource, ev: Evidence) -> None:
+    """transformers' Trainer: TrainingArguments fields carry the settings, the model's own loss is SFT."""
+    from mint_migrate.analyze.trl import FIELDS
+
+    for call in src.calls_named("TrainingArguments", "Seq2SeqTrainingArguments"):
+        for key, value in call.kwargs().items():
+            if key in FIELDS:
+                ev.setting(FIELDS[key], value)
+    for call in src.calls_named(*_HF_TRAINERS):
+        ev.vote("sft", call.loc, f"transformers {call.name} on a causal LM (the model's own next-token loss)", 2)
+        ev.construct(f"{call.name}(model, args=TrainingArguments(...))", call.loc,
+                     "training loop: forward_backward(data, 'cross_entropy') + optim_step(AdamParams)")
+
+
+def _settings(src: PySource, ev: Evidence) -> None:
+    model = trained_model_call(src)
+    if model is not None:
+        ev.setting("base_model", model_id(model))
+    loads = dataset_calls(src)
+    ids = {str(v.value) for v in (dataset_id(c) for c in loads) if v is not None}
+    if loads and len(ids) <= 1:  # several literal ids: a loader that picks one by name, not a fact
+        ev.setting("dataset", dataset_id(loads[0]))
+    for call, lr in optimizer_lr(src)[:1]:
+        ev.setting("learning_rate", lr)
+        ev.construct(f"torch.optim.{call.name}(lr=...)", call.loc, "optim_step(types.AdamParams(learning_rate=...))",
+                     f"train.py passes the source's Adam settings (torch.optim.{call.name}'s defaults where the "
+                     "source states none) as OPTIMIZER: MinT's own defaults differ (beta2=0.95, eps=1e-12)")
+    for call in src.calls_named("DataLoader"):
+        ev.setting("per_device_batch_size", call.kwarg("batch_size") or call.arg(1))
+        break
+    for call in src.calls_named("LoraConfig"):
+        if not call.switched_off():
+            lora_from_peft(call, ev)
+    _reward_functions(src, ev)
+    for target, iterator, scope, _loc in src.loops:
+        if not (isinstance(iterator, cst.Call) and dotted_name(iterator.func) == "range" and iterator.args):
+            continue
+        bound = src.evaluate(iterator.args[-1].value if len(iterator.args) == 1 else iterator.args[1].value, scope)
+        if bound is None or as_int(bound.value) is None:
+            continue
+        if "epoch" in target.lower():
+            ev.setting("num_epochs", bound)
+        elif any(w in target.lower() for w in _STEP_WORDS):
+            ev.setting("max_steps", bound)
+    for left, right, scope, _loc in src.divisions:
+        name = dotted_name(right) or ""
+        if "accum" in name.lower() and _is_loss(left):
+            ev.setting("gradient_accumulation_steps", src.evaluate(right, scope))
+    for call in src.calls:
+        if call.kwarg_node("max_length") is not None and call.name in {"tokenizer", "apply_chat_template", "encode",
+                                                                         "__call__", "tok", "encode_plus"}:
+            ev.setting("max_seq_length", call.kwarg("max_length"))
+        if call.name == "generate":
+            ev.setting("max_response_length", call.kwarg("max_new_tokens"))
+            ev.setting("num_generations", call.kwarg("num_return_sequences"))
+            ev.setting("temperature", call.kwarg("temperature"))
+    # named constants / argparse options the loop uses in expressions we do not evaluate
+    for name, setting in _NAMED.items():
+        if ev.best(setting) is not None:
+            continue
+        value = src.argparse_value(name) if name in src.argparse else None
+        if value is None and name.upper() in src.assigns:
+            value = _module_constant(src, name.upper())
+        if value is None and name in src.assigns:
+            value = _module_constant(src, name)
+        ev.setting(setting, value)
+    _handed_to_loaders(src, ev)
+
+
+# Keyword arguments that name a setting outright, in the calls that build the data pipeline or the
+# accelerator (`data_loader_class(..., global_batch_size=cfg.batch_size, n_epochs=cfg.n_epochs)`).
+_LOADER_KWARGS = {
+    "global_batch_size": "global_batch_size", "n_epochs": "num_epochs", "num_epochs": "num_epochs",
+    "max_prompt_length": "max_prompt_length", "max_length": "max_seq_length", "max_seq_length": "max_seq_length",
+    "gradient_accumulation_steps": "gradient_accumulation_steps",
+}
+_LOADER_WORDS = ("loader", "iterator", "dataset", "collator")
+
+
+def _handed_to_loaders(src: PySource, ev: Evidence) -> None:
+    """Settings the script hands to its own data loader (or the kwargs dict it unpacks into one) and
+    to `Accelerator(...)`, for the keys nothing more specific gave; and the training datasets a
+    loader is built over (`Loader(cfg.train_datasets, ...)`)."""
+    for call in src.calls:
+        lowered = call.name.lower()
+        if not (any(w in lowered for w in _LOADER_WORDS) or call.name in {"dict", "Accelerator"}) or call.switched_off():
+            continue
+        for keyword, setting in _LOADER_KWARGS.items():
+            if ev.best(setting) is None and call.kwarg_node(keyword) is not None:
+                ev.setting(setting, call.kwarg(keyword))
+        first = call.arg_node(0)
+        written = (dotted_name(first) or "").lower() if first is not None else ""
+        if ev.best("dataset") is None and any(w in lowered for w in _LOADER_WORDS) and "train" in written:
+            value = call.arg(0)
+            if value is not None and (isinstance(value.value, str) or (
+                    isinstance(value.value, list) and value.value and all(isinstance(v, str) for v in value.value))):
+                ev.setting("dataset", value)
+
+
+_REWARD_KWARGS = ("reward_function", "reward_fn", "reward_funcs", "reward_functions")
+
+
+def _reward_functions(src: PySource, ev: Evidence) -> None:
+    """A reward function the loop hands to its rollout (`rollout(..., reward_function=reward_function)`),
+    preferring the call in the function that also builds the optimizer (training, not evaluation)."""
+    optimizer_scopes = {call.scope for call, _ in optimizer_lr(src)}
+    sites = [(call, key) for call in src.calls for key in _REWARD_KWARGS if call.kwarg_node(key) is not None]
+    sites.sort(key=lambda site: site[0].scope not in optimizer_scopes)
+    for call, key in sites[:1]:
+        names = function_names(call.kwarg_node(key), src, call.scope)
+        if names:
+            ev.setting("reward_functions", Value(names, src.loc(call.kwarg_node(key))))
+
+
+def _is_loss(node: cst.BaseExpression) -> bool:
+    """`loss`, `outputs.loss`, `model(**batch).loss`: the thing divided by the accumulation steps."""
+    if isinstance(node, cst.Name):
+        return "loss" in node.value.lower()
+    if isinstance(node, cst.Attribute):
+        return "loss" in node.attr.value.lower()
+    return False
+
+
+def _module_constant(src: PySource, name: str) -> Value | None:
+    """A named value: the module constant, else the one assignment in a function (`beta = cfg.loss.beta`)."""
+    defs = [a for a in src.assigns.get(name, []) if a.scope is None and len(a.targets) == 1]
+    if defs:
+        return src.evaluate(defs[-1].value, None)
+    local = [a for a in src.assigns.get(name, []) if len(a.targets) == 1]
+    return src.evaluate(local[0].value, local[0].scope) if len(local) == 1 else None
+
+
+def _algorithm(src: PySource, ev: Evidence) -> None:
+    calls = {c.name for c in src.calls}
+    text = src.text.lower()
+    first = {c.name: c.loc for c in reversed(src.calls)}
+    if "logsigmoid" in calls and ("chosen" in text or "rejected" in text):
+        ev.vote("dpo", first["logsigmoid"], "logsigmoid(beta * (chosen - rejected)) loss", 3)
+    elif "kl_div" in calls and "teacher" in text:
+        ev.vote("distillation", first["kl_div"], "kl_div(student, teacher) loss", 3)
+        for call in model_loaders(src):
+            if "teacher" in (call.assigned_to or "").lower() and model_id(call) is not None:
+                teacher_warning(ev, str(model_id(call).value), call.loc)
+                ev.construct(f"teacher {model_id(call).value}", call.loc,
+                             TEACHER_FLAG,
+                             "the teacher's logprobs come from MinT; forward KL on logits becomes reverse KL on "
+                             "sampled tokens (on-policy distillation)")
+    elif ("generate" in calls and ("advantage" in text or "reward" in text)) or _policy_gradient_update(src, calls, text):
+        group = ev.best("num_generations") or ev.harvested("num_generations")
+        grouped = (group is not None and (as_int(group.value) or 0) > 1) or "per_group" in text or "group_rewards" in text
+        algorithm = "grpo" if grouped else "reinforce"
+        where = first.get("generate") or first.get("backward")
+        ev.vote(algorithm, where, "sampled completions weighted by rewards (policy gradient)", 3)
+        if "value_head" in text or "critic" in text:
+            ev.vote("ppo", where, "a value head / critic", 4)
+            ev.warn("CRITIC_GAE", "The loop trains a value head (critic). MinT has no value model: the migration "
+                    "uses a group baseline (several samples per prompt, advantage = reward - group mean).",
+                    where)
+        if "clamp" in calls and "ratio" in text:
+            ev.extra("clipped", Value(True, first["clamp"]))
+    elif _hydra_loss_group(src) is not None:
+        algorithm, where, what = _hydra_loss_group(src)
+        ev.vote(algorithm, where, f"the hydra config group selected: {what}", 2)
+    elif calls & {"cross_entropy", "CrossEntropyLoss", "nll_loss"} or _uses_model_loss(src):
+        loc = next((first[n] for n in ("cross_entropy", "CrossEntropyLoss", "nll_loss") if n in first), None)
+        ev.vote("sft", loc or _loss_loc(src), "token cross-entropy loss", 2)
+    else:
+        ev.vote("other", None, "the loss does not match SFT, DPO, distillation or policy-gradient shapes", 0)
+
+
+def _policy_gradient_update(src: PySource, calls: set[str], text: str) -> bool:
+    """A loop's own policy-gradient step without `model.generate` (its own sampler, in a helper
+    module): a backward pass, a reward, and log-probs multiplied by advantages in one file."""
+    if "backward" not in calls or "reward" not in text or "advantage" not in text:
+        return False
+    code = src.module.code_for_node
+    for node in iter_nodes(src.module):
+        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Multiply):
+            sides = (code(node.left).lower(), code(node.right).lower())
+            if any("advantage" in a and "log" in b for a, b in (sides, sides[::-1])):
+                return True
+    return False
+
+
+_GROUP_ALGORITHMS = {"sft": "sft", "dpo": "dpo", "kto": "kto", "orpo": "orpo", "ipo": "dpo", "grpo": "grpo",
+                     "ppo": "ppo", "rloo": "reinforce", "reinforce": "reinforce"}
+
+
+def _hydra_loss_group(src: PySource):
+    """`loss=dpo` on the command line (or the defaults list) of a hydra program whose loss lives
+    elsewhere: (algorithm, where, what)."""
+    for group in ("loss", "algorithm", "trainer"):
+        chosen = src.cli.get(group)
+        if chosen is not None and str(chosen.value).lower() in _GROUP_ALGORITHMS:
+            return _GROUP_ALGORITHMS[str(chosen.value).lower()], chosen.loc, f"{group}={chosen.value}"
+    return None
+
+
+def _uses_model_loss(src: PySource) -> bool:
+    return any(attr == "loss" for attr, _, _ in src.attributes)
+
+
+def _loss_loc(src: PySource):
+    return next((loc for attr, loc, _ in src.attributes if attr == "loss"), None)
+
+
+def _constructs(src: PySource, ev: Evidence) -> None:
+    for call in src.calls_named("backward")[:1]:
+        ev.construct("loss.backward(); optimizer.step()", call.loc,
+                     "training_client.forward_backward(datums, loss_fn) + optim_step(adam), submitted together",
+                     "gradients are computed server-side; the loss lives in the Datum weights / advantages")
+    for call in src.calls_named("get_peft_model")[:1]:
+        ev.construct("get_peft_model(model, LoraConfig)", call.loc, "create_lora_training_client(base_model, rank)")
+    for call in src.calls_named("generate")[:1]:
+        ev.construct("model.generate(...)", call.loc,
+                     "sampling_client.sample(prompt, num_samples, SamplingParams(max_tokens, temperature, stop))")
+    for call in src.calls_named("save_pretrained", "save")[:1]:
+        ev.construct(f"{call.name}(...)", call.loc, "training_client.save_state(name) (+ save_weights_for_sampler)")
+    for call in src.calls:
+        if call.name.startswith("get_") and call.name.endswith("schedule") or call.name in {"LambdaLR", "CosineAnnealingLR"}:
+            ev.construct(f"{call.name}(...)", call.loc, "learning rate computed per step in train.py",
+                         "pass it in every optim_step(AdamParams(learning_rate=lr))")
+            break
+    for call in src.calls_named("clip_grad_norm_")[:1]:
+        max_norm = call.kwarg("max_norm") or call.arg(1)
+        value = max_norm.value if max_norm is not None else "..."
+        ev.construct(f"clip_grad_norm_(..., {value})", call.loc, f"AdamParams(grad_clip_norm={value})")
+    if src.calls_named("Accelerator"):
+        ev.construct("accelerate.Accelerator()", src.calls_named("Accelerator")[0].loc, "(nothing)",
+                     "devices and distribution are server-side on MinT")
+
+
+def detect_python(src: PySource) -> Loc | None:
+    """A file that trains with PyTorch / transformers itself: an optimizer, backward() or a Trainer."""
+    where = src.imports_module("torch", "transformers", "peft")
+    if (where is not None and is_training_script(src)) or src.calls_named(*_HF_TRAINERS):
+        return where or Loc(src.label, 1)
+    return None
+
+
+ANALYZER = Analyzer(
+    read_task=read_code_task,  # the task is in the code: the shared reader of loops
+    name="pytorch",
+    signals="hand-written loop: `AutoModelForCausalLM`, `loss.backward()`, `optimizer.step()`, `DataLoader`, "
+            "`accelerate`, or transformers' `Trainer`",
+    analyze=analyze,
+    imports=("torch", "transformers", "peft"),
+    detect_python=detect_python,
+)

@@ -1,0 +1,703 @@
+"""Values of Python expressions, read from a file's shared index (mint_migrate/pyindex.py).
+
+Values are resolved on demand: literals, module-level and function-local constants, arithmetic on
+them, `args.x` from argparse (the launch command's flag when it sets one, else the argparse
+default), `cfg.x` from dataclasses (HfArgumentParser / TrlParser / chz / a plain `Config(...)`
+instance), `os.environ.get(K, default)` and `cfg["a"]["b"]` / `cfg.a.b` from a YAML file the script
+loads. Each resolved value keeps the line it came from, and a level saying how binding it is (see
+evidence.Level). The command line and the config files are bound to the source from outside
+(`use_command_line`, `use_configs`): inputs.py links them.
+"""
+
+from dataclasses import dataclass
+from typing import Any
+
+import libcst as cst
+
+from mint_migrate import arithmetic
+from mint_migrate.analyze.evidence import Level, Loc, Value
+from mint_migrate.analyze.yamlconf import YamlConfig
+from mint_migrate.pyindex import (
+    Assignment,
+    Call,
+    FieldDef,
+    FunctionInfo,
+    ParamDef,
+    PyIndex,
+    Scope,
+    dotted_name,
+    field_default,
+    iter_nodes,
+    literal_value,
+)
+
+_PARSER_FACTORIES = {"HfArgumentParser", "TrlParser", "H4ArgumentParser"}
+_PARSE_METHODS = {"parse_args_into_dataclasses", "parse_args_and_config", "parse_yaml_file", "parse_json_file",
+                  "parse_dict", "parse"}
+_CONFIG_LOADERS = {"yaml.safe_load", "yaml.load", "yaml.full_load", "omegaconf.OmegaConf.load", "OmegaConf.load",
+                   "json.load", "json.loads", "tomllib.load", "toml.load"}
+_MAX_DEPTH = 12
+_MAX_CONCAT = 100_000  # characters or items a constant string or list may reach by `+`
+_ARITHMETIC = {cst.Add: "+", cst.Subtract: "-", cst.Multiply: "*", cst.Divide: "/", cst.FloorDivide: "//",
+               cst.Modulo: "%", cst.Power: "**"}
+
+
+@dataclass
+class CallSite(Call):
+    """A call of the index, able to evaluate its arguments."""
+
+    src: "PySource | None" = None
+    loc: Loc | None = None
+
+    def kwarg(self, name: str) -> Value | None:
+        node = self.kwarg_node(name)
+        return None if node is None else self.src.evaluate(node, self.scope)
+
+    def kwargs(self) -> dict[str, Value]:
+        out = {}
+        for arg in self.node.args:
+            if arg.keyword is not None:
+                value = self.src.evaluate(arg.value, self.scope)
+                if value is not None:
+                    out[arg.keyword.value] = value
+        return out
+
+    def arg(self, index: int) -> Value | None:
+        node = self.arg_node(index)
+        return None if node is None else self.src.evaluate(node, self.scope)
+
+    def switched_off(self) -> bool:
+        """True when an `if` around the call is known to skip it (`if cfg.use_peft:` with
+        `use_peft: false` in the config); unknown tests leave the call in."""
+        return self.src.switched_off(self.guards, self.scope)
+
+
+# --- namespaces: what `x` is in `x.attr` ---------------------------------------------------------
+
+
+@dataclass
+class _ArgparseNS:
+    pass
+
+
+@dataclass
+class _DataclassNS:
+    class_name: str  # a class defined in this file, or a framework config class (e.g. "GRPOConfig")
+    parsed: bool  # filled from the command line / config file (HfArgumentParser, TrlParser, chz)
+
+
+@dataclass
+class _InstanceNS:
+    class_name: str
+    call: CallSite
+
+
+@dataclass
+class _ConfigNS:
+    config: YamlConfig | None
+    prefix: str
+
+
+
+class PySource:
+    """A Python file's index plus what the analyzers ask of it: located values."""
+
+    def __init__(self, text: str, label: str, index: PyIndex | None = None):
+        self.label = label
+        self.text = text
+        self.index = index if index is not None else PyIndex.of(text, label)
+        self.module = self.index.module
+        ix = self.index
+        self.imports = ix.imports
+        self.assigns = ix.assigns
+        self.classes = ix.classes
+        self.functions = ix.functions
+        self.argparse = ix.argparse
+        self.set_defaults = ix.set_defaults
+        self.imported: list[tuple[str, Loc]] = [(m, self.at(line)) for m, line in ix.imported]
+        self.calls: list[CallSite] = [
+            CallSite(c.node, c.qualname, c.name, c.scope, c.line, c.awaited, c.assigned_to, c.guards, src=self, loc=self.at(c.line))
+            for c in ix.calls
+        ]
+        self.attributes = [(name, self.at(line), node) for name, line, node in ix.attributes]
+        self.loops = [(name, it, scope, self.at(line)) for name, it, scope, line in ix.loops]
+        self.divisions = [(left, right, scope, self.at(line)) for left, right, scope, line in ix.divisions]
+        self.cli: dict[str, Value] = {}
+        self.configs: list[YamlConfig] = []
+        self.hydra: YamlConfig | None = None  # the composed config a `@hydra.main` function receives
+        self._memo: dict[tuple[int, int], Value | None] = {}
+        self._returns: dict[int, tuple[cst.BaseExpression, ...]] = {}
+
+    # -- positions --
+
+    def line(self, node: cst.CSTNode) -> int:
+        return self.index.line(node)
+
+    def loc(self, node: cst.CSTNode) -> Loc:
+        return Loc(self.label, self.line(node))
+
+    def at(self, line: int) -> Loc:
+        return Loc(self.label, line)
+
+    # -- inputs from other files --
+
+    def use_command_line(self, values: dict[str, Value]) -> None:
+        """Flags the launch command passes to this script (normalised names -> values)."""
+        self.cli = dict(values)
+        self._memo.clear()
+
+    def use_configs(self, configs: list[YamlConfig]) -> None:
+        self.configs = list(configs)
+        self._memo.clear()
+
+    def use_hydra(self, config: YamlConfig) -> None:
+        self.hydra = config
+        self._memo.clear()
+
+    # -- lookups --
+
+    def qualify(self, dotted: str) -> str:
+        return self.index.qualify(dotted)
+
+    def imports_module(self, *prefixes: str) -> Loc | None:
+        """Where the file imports a module starting with one of `prefixes` (e.g. "trl"), if it does."""
+        line = self.index.import_line(*prefixes)
+        return None if line is None else self.at(line)
+
+    def calls_named(self, *names: str) -> list[CallSite]:
+        wanted = set(names)
+        return [c for c in self.calls if c.name in wanted]
+
+    def parsed_dataclasses(self) -> list[tuple[str, Loc]]:
+        """Classes handed to HfArgumentParser / TrlParser (or a parser derived from them): their
+        fields come from the command line or a config file. The classes may be given as a tuple, a
+        variable holding one, or `dataclass_types=`."""
+        out = []
+        for call in self.calls:
+            if not self._is_parser_factory(call.name):
+                continue
+            node = call.kwarg_node("dataclass_types") or call.arg_node(0)
+            for name in self._class_names(node, call.scope):
+                out.append((name, call.loc))
+        return out
+
+    def _is_parser_factory(self, name: str) -> bool:
+        return name in _PARSER_FACTORIES or self.class_base(name, _PARSER_FACTORIES) is not None
+
+    def _class_names(self, node: cst.BaseExpression | None, scope: Scope, depth: int = 0) -> list[str]:
+        if node is None or depth > 3:
+            return []
+        if isinstance(node, cst.Name) and node.value not in self.classes:
+            found = self.definition(node.value, scope, self.line(node))
+            if found is not None and found[0] == "assign" and len(found[1].targets) == 1:
+                return self._class_names(found[1].value, found[1].scope, depth + 1)
+        items = node.elements if isinstance(node, cst.Tuple | cst.List) else [node]
+        out = []
+        for item in items:
+            name = dotted_name(item.value if isinstance(item, cst.Element) else item)
+            if name:
+                out.append(name.rsplit(".", 1)[-1])
+        return out
+
+
+    # -- evaluation --
+
+    def evaluate(self, node: cst.BaseExpression, scope: Scope, depth: int = 0) -> Value | None:
+        """The value of an expression when it can be known from the inputs, else None."""
+        if depth > _MAX_DEPTH:
+            return None
+        key = (id(node), id(scope))
+        if key in self._memo:
+            return self._memo[key]
+        self._memo[key] = None  # cycle guard
+        result = self._evaluate(node, scope, depth)
+        self._memo[key] = result
+        return result
+
+    def _evaluate(self, node: cst.BaseExpression, scope: Scope, depth: int) -> Value | None:
+        loc = self.loc(node)
+        if isinstance(node, cst.Integer | cst.Float):
+            value = literal_value(node)
+            return None if value is None else Value(value, loc, Level.CODE)
+        if isinstance(node, cst.SimpleString | cst.ConcatenatedString):
+            value = literal_value(node)
+            return Value(value, loc, Level.CODE) if isinstance(value, str) else None
+        if isinstance(node, cst.FormattedString):
+            if all(isinstance(p, cst.FormattedStringText) for p in node.parts):
+                return Value("".join(p.value for p in node.parts), loc, Level.CODE)
+            return None
+        if isinstance(node, cst.Name):
+            if node.value in {"True", "False", "None"}:
+                return Value({"True": True, "False": False, "None": None}[node.value], loc, Level.CODE)
+            return self._name_value(node.value, scope, self.line(node), depth)
+        if isinstance(node, cst.UnaryOperation):
+            inner = self.evaluate(node.expression, scope, depth + 1)
+            if inner is None:
+                return None
+            if isinstance(node.operator, cst.Minus) and _is_number(inner.value):
+                return Value(-inner.value, inner.loc if inner.loc.line == loc.line else loc, inner.level)
+            if isinstance(node.operator, cst.Plus) and _is_number(inner.value):
+                return inner
+            if isinstance(node.operator, cst.Not):
+                return Value(not inner.value, loc, inner.level)
+            return None
+        if isinstance(node, cst.BinaryOperation):
+            return self._binary(node, scope, depth, loc)
+        if isinstance(node, cst.IfExp):  # `"steps" if val_set_size > 0 else "no"`: the branch the test picks
+            test = self.evaluate(node.test, scope, depth + 1)
+            if test is None or not isinstance(test.value, bool | int | float | str | None):
+                return None
+            return self.evaluate(node.body if test.value else node.orelse, scope, depth + 1)
+        if isinstance(node, cst.Comparison) and len(node.comparisons) == 1:
+            return self._compare(node, scope, depth, loc)
+        if isinstance(node, cst.BooleanOperation) and isinstance(node.operator, cst.Or):
+            # `cfg.from_checkpoint or cfg.name_or_path`: the first operand known to be set, once
+            # every operand before it is known to be empty (an unknown one leaves the whole unknown)
+            for operand in (node.left, node.right):
+                value = self.evaluate(operand, scope, depth + 1)
+                if value is None:
+                    return None
+                if value.value not in (None, "", 0, False, [], {}):
+                    return value
+            return value
+        if isinstance(node, cst.List | cst.Tuple | cst.Set):
+            items = []
+            level = Level.CODE
+            for element in node.elements:
+                if not isinstance(element, cst.Element):
+                    return None
+                value = self.evaluate(element.value, scope, depth + 1)
+                if value is None:
+                    return None
+                items.append(value.value)
+                level = min(level, value.level)
+            return Value(items, loc, level)
+        if isinstance(node, cst.Dict):
+            out = {}
+            level = Level.CODE
+            for element in node.elements:
+                if not isinstance(element, cst.DictElement):
+                    return None
+                k, v = self.evaluate(element.key, scope, depth + 1), self.evaluate(element.value, scope, depth + 1)
+                if k is None or v is None:
+                    return None
+                out[k.value] = v.value
+                level = min(level, v.level)
+            return Value(out, loc, level)
+        if isinstance(node, cst.Attribute | cst.Subscript):
+            return self._member(node, scope, depth)
+        if isinstance(node, cst.Call):
+            return self._call_value(node, scope, depth, loc)
+        return None
+
+    def _compare(self, node: cst.Comparison, scope: Scope, depth: int, loc: Loc) -> Value | None:
+        target = node.comparisons[0]
+        left, right = self.evaluate(node.left, scope, depth + 1), self.evaluate(target.comparator, scope, depth + 1)
+        if left is None or right is None:
+            return None
+        a, b, op = left.value, right.value, target.operator
+        if isinstance(op, cst.Is | cst.IsNot) and not any(v is None or isinstance(v, bool) for v in (a, b)):
+            return None  # identity of other values is not something the text decides
+        try:
+            if isinstance(op, cst.Equal | cst.Is):
+                value = a == b if isinstance(op, cst.Equal) else a is b
+            elif isinstance(op, cst.NotEqual | cst.IsNot):
+                value = a != b if isinstance(op, cst.NotEqual) else a is not b
+            elif _is_number(a) and _is_number(b) and isinstance(op, cst.LessThan | cst.GreaterThan | cst.LessThanEqual | cst.GreaterThanEqual):
+                value = {cst.LessThan: a < b, cst.GreaterThan: a > b, cst.LessThanEqual: a <= b, cst.GreaterThanEqual: a >= b}[type(op)]
+            else:
+                return None
+        except TypeError:
+            return None
+        return Value(value, loc, min(left.level, right.level))
+
+    def _binary(self, node: cst.BinaryOperation, scope: Scope, depth: int, loc: Loc) -> Value | None:
+        left, right = self.evaluate(node.left, scope, depth + 1), self.evaluate(node.right, scope, depth + 1)
+        if left is None or right is None:
+            return None
+        a, b, op = left.value, right.value, node.operator
+        try:
+            if _is_number(a) and _is_number(b):
+                if type(op) not in _ARITHMETIC:
+                    return None
+                value = arithmetic.binary(_ARITHMETIC[type(op)], a, b)  # bounded: `10 ** 10 ** 10` is refused
+            elif isinstance(op, cst.Add) and type(a) is type(b) and isinstance(a, str | list):
+                value = a + b
+                if len(value) > _MAX_CONCAT:  # `s = s + s` forty times is a gigabyte
+                    return None
+            else:
+                return None
+        except (ZeroDivisionError, OverflowError, ValueError):
+            return None
+        return Value(value, loc, min(left.level, right.level))
+
+    def _call_value(self, node: cst.Call, scope: Scope, depth: int, loc: Loc) -> Value | None:
+        name = dotted_name(node.func)
+        if name is None:
+            return None
+        qual = self.qualify(name)
+        args = [a for a in node.args if a.keyword is None and not a.star]
+        if qual in {"int", "float", "str", "bool", "Path", "pathlib.Path"} and len(args) == 1:
+            inner = self.evaluate(args[0].value, scope, depth + 1)
+            if inner is None:
+                return None
+            try:
+                cast = {"int": int, "float": float, "str": str, "bool": bool}.get(qual, str)  # a Path is its text
+                return inner.with_value(cast(inner.value))
+            except (TypeError, ValueError):
+                return None
+        if qual in {"os.environ.get", "os.getenv"} and len(args) >= 2:
+            default = self.evaluate(args[1].value, scope, depth + 1)
+            return None if default is None else Value(default.value, default.loc, Level.DEFAULT)
+        if qual == "dict" and not args:
+            out, level = {}, Level.CODE
+            for arg in node.args:
+                if arg.keyword is None:
+                    return None
+                value = self.evaluate(arg.value, scope, depth + 1)
+                if value is None:
+                    return None
+                out[arg.keyword.value] = value.value
+                level = min(level, value.level)
+            return Value(out, loc, level)
+        return None
+
+    def switched_off(self, guards: tuple[tuple[cst.BaseExpression, bool], ...], scope: Scope) -> bool:
+        """True when one of the `if` tests around a statement is known to skip it."""
+        for test, holds in guards:
+            value = self.evaluate(test, scope)
+            if value is not None and isinstance(value.value, bool | int | float | str | type(None)) and bool(value.value) != holds:
+                return True
+        return False
+
+    def _name_value(self, name: str, scope: Scope, use_line: int, depth: int) -> Value | None:
+        found = self.definition(name, scope, use_line)
+        if found is None:
+            return None
+        kind, obj, def_scope = found
+        if kind == "param":
+            param: ParamDef = obj
+            if param.default is None:
+                return None
+            value = self.evaluate(param.default, def_scope, depth + 1)
+            return None if value is None else Value(value.value, value.loc, Level.DEFAULT)
+        assignment: Assignment = obj
+        if len(assignment.targets) != 1:
+            return None
+        return self.evaluate(assignment.value, assignment.scope, depth + 1)
+
+    def definition(self, name: str, scope: Scope, use_line: int):
+        """("assign", Assignment, scope) or ("param", ParamDef, scope) for a name used at `use_line`."""
+        scopes: list[Scope] = []
+        while scope is not None and all(scope is not s for s in scopes):  # the function, those around it, the module
+            scopes.append(scope)
+            scope = self.index.enclosing.get(id(scope))
+        scopes.append(None)
+        scope = scopes[0]
+        for s in scopes:
+            if s is not None:
+                fn = self._function_of(s)
+                if fn is not None and name in fn.params and not any(
+                    a.scope is s for a in self.assigns.get(name, [])
+                ):
+                    return ("param", fn.params[name], s)
+            candidates = [a for a in self.assigns.get(name, []) if a.scope is s]
+            if not candidates:
+                continue
+            # an assignment in an `if` branch the inputs switch off (`if ddp:` on one process) never ran
+            before = [a for a in candidates if a.line <= use_line and not (a.guards and self.switched_off(a.guards, a.scope))]
+            chosen = before[-1] if (before and s is scope) else candidates[-1]
+            return ("assign", chosen, s)
+        return None
+
+    def _is_hydra_main(self, node: Scope) -> bool:
+        fn = self._function_of(node) if node is not None else None
+        return fn is not None and any(self.qualify(d) == "hydra.main" for d in fn.decorators)
+
+    def _function_of(self, node: cst.FunctionDef) -> FunctionInfo | None:
+        for fn in self.functions.values():
+            if fn.node is node:
+                return fn
+        return None
+
+    # -- attribute / subscript access --
+
+    def _member(self, node: cst.Attribute | cst.Subscript, scope: Scope, depth: int) -> Value | None:
+        if isinstance(node, cst.Attribute):
+            base, key = node.value, node.attr.value
+        else:
+            if len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index):
+                return None
+            key_value = self.evaluate(node.slice[0].slice.value, scope, depth + 1)
+            if key_value is None or not isinstance(key_value.value, str | int):
+                return None
+            base, key = node.value, key_value.value
+        ns = self.namespace(base, scope, depth + 1)
+        if ns is None:
+            if isinstance(node, cst.Subscript):
+                container = self.evaluate(base, scope, depth + 1)
+                if container is not None and isinstance(container.value, dict | list):
+                    try:
+                        return container.with_value(container.value[key])
+                    except (KeyError, IndexError, TypeError):
+                        return None
+            return None
+        return self._ns_value(ns, str(key), depth)
+
+    def namespace(self, node: cst.BaseExpression, scope: Scope, depth: int = 0):
+        """What kind of object `node` is, when it holds settings: argparse args, a dataclass, a config."""
+        if depth > _MAX_DEPTH:
+            return None
+        if isinstance(node, cst.Name):
+            found = self.definition(node.value, scope, self.line(node))
+            if found is None:
+                info = self.classes.get(node.value)
+                return _DataclassNS(node.value, parsed=False) if info is not None else None
+            kind, obj, def_scope = found
+            if kind == "param" and self.hydra is not None and (
+                self._is_hydra_main(def_scope)
+                # `def main(config: DictConfig)` called by the `@hydra.main` function with its config
+                or (obj.annotation or "").rsplit(".", 1)[-1] == "DictConfig"
+            ):
+                return _ConfigNS(self.hydra, "")
+            if kind == "param":
+                if obj.annotation:
+                    return _DataclassNS(obj.annotation.rsplit(".", 1)[-1], parsed=True)
+                return None
+            return self._namespace_of_assignment(obj, node.value, depth)
+        if isinstance(node, cst.Attribute | cst.Subscript):
+            if isinstance(node, cst.Attribute):
+                key = node.attr.value
+                base = node.value
+            else:
+                if len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index):
+                    return None
+                key_value = self.evaluate(node.slice[0].slice.value, scope, depth + 1)
+                if key_value is None:
+                    return None
+                key, base = str(key_value.value), node.value
+            ns = self.namespace(base, scope, depth + 1)
+            if isinstance(ns, _ConfigNS):
+                return _ConfigNS(ns.config, f"{ns.prefix}{key}.")
+            return None
+        if isinstance(node, cst.Call):
+            return self._namespace_of_call(node, scope, depth, index=None)
+        return None
+
+    def _namespace_of_assignment(self, assignment: Assignment, name: str, depth: int):
+        value = assignment.value
+        index = assignment.targets.index(name) if len(assignment.targets) > 1 else None
+        if isinstance(value, cst.Subscript) and isinstance(value.value, cst.Call) and len(value.slice) == 1:
+            sub = value.slice[0].slice
+            if isinstance(sub, cst.Index) and isinstance(sub.value, cst.Integer):
+                return self._namespace_of_call(value.value, assignment.scope, depth, int(sub.value.value))
+        if isinstance(value, cst.Call):
+            return self._namespace_of_call(value, assignment.scope, depth, index)
+        if index is None:
+            return self.namespace(value, assignment.scope, depth + 1)
+        return None
+
+    def _namespace_of_call(self, node: cst.Call, scope: Scope, depth: int, index: int | None):
+        name = dotted_name(node.func)
+        if name is None:
+            return None
+        short = name.rsplit(".", 1)[-1]
+        qual = self.qualify(name)
+        if short in {"parse_args", "parse_known_args"}:
+            return _ArgparseNS()
+        if short in _PARSE_METHODS:
+            classes = self._parser_classes(node.func, scope)
+            if classes:
+                i = 0 if index is None else index
+                if i < len(classes):
+                    return _DataclassNS(classes[i], parsed=True)
+            return None
+        if qual in _CONFIG_LOADERS or short in {"safe_load", "load_config"} or qual.endswith("OmegaConf.load"):
+            return _ConfigNS(self._config_for(node, scope), "")
+        if short in {"entrypoint", "nested_entrypoint"} and node.args:
+            target = dotted_name(node.args[0].value)
+            if target:
+                return _DataclassNS(target.rsplit(".", 1)[-1], parsed=True)
+        fn = self.functions.get(short)
+        if fn is not None and depth < _MAX_DEPTH:  # `args = get_args()` where get_args returns parser.parse_args()
+            returns = self._returns.get(id(fn.node))
+            if returns is None:
+                returns = self._returns[id(fn.node)] = _returned(fn.node)
+            for returned in returns:
+                ns = self.namespace(returned, fn.node, depth + 1)
+                if ns is not None:
+                    return ns
+            return None
+        if short in self.classes or short[:1].isupper():
+            site = next((c for c in self.calls if c.node is node), None)
+            if site is not None:
+                return _InstanceNS(short, site)
+        return None
+
+    def _parser_classes(self, func: cst.BaseExpression, scope: Scope) -> list[str]:
+        """The dataclasses behind `parser.parse_args_into_dataclasses()` (or `parser.parse()`)."""
+        if not isinstance(func, cst.Attribute):
+            return []
+        owner = func.value
+        call: cst.BaseExpression | None = owner
+        if isinstance(owner, cst.Name):
+            found = self.definition(owner.value, scope, self.line(owner))
+            call = found[1].value if found and found[0] == "assign" else None
+            scope = found[2] if found else scope
+        if not isinstance(call, cst.Call):
+            return []
+        if not self._is_parser_factory((dotted_name(call.func) or "").rsplit(".", 1)[-1]):
+            return []
+        node = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "dataclass_types"),
+                    None) or (call.args[0].value if call.args and call.args[0].keyword is None else None)
+        return self._class_names(node, scope)
+
+    def _config_for(self, node: cst.Call, scope: Scope) -> YamlConfig | None:
+        if not self.configs:
+            return None
+        names = []
+        for sub in _walk_strings(node):
+            names.append(sub.rsplit("/", 1)[-1])
+        for config in self.configs:
+            if config.label.rsplit("/", 1)[-1] in names:
+                return config
+        return self.configs[0]
+
+    def _ns_value(self, ns, key: str, depth: int) -> Value | None:
+        if isinstance(ns, _ArgparseNS):
+            return self.argparse_value(key)
+        if isinstance(ns, _ConfigNS):
+            if ns.config is None:
+                return None
+            if ns.config is self.hydra and ns.prefix + key in self.cli:  # `loss.beta=0.1` on the command line
+                return self.cli[ns.prefix + key]
+            return ns.config.get(ns.prefix + key)
+        if isinstance(ns, _InstanceNS):
+            value = ns.call.kwarg(key)
+            if value is not None:
+                return value
+            return self.field_value(ns.class_name, key, parsed=False)
+        if isinstance(ns, _DataclassNS):
+            return self.field_value(ns.class_name, key, parsed=ns.parsed)
+        return None
+
+    def argparse_value(self, dest: str) -> Value | None:
+        arg = self.argparse.get(dest)
+        names = {dest} | set(arg.options if arg else [])
+        for name in names:
+            if name in self.cli:
+                value = self.cli[name]
+                if arg is not None and arg.type_name in {"int", "float"} and isinstance(value.value, str):
+                    try:
+                        value = value.with_value({"int": int, "float": float}[arg.type_name](value.value))
+                    except ValueError:
+                        pass
+                if arg is not None and arg.action == "store_false" and value.value is True:
+                    value = value.with_value(False)
+                return value
+        if dest in self.set_defaults:
+            node, _ = self.set_defaults[dest]
+            value = self.evaluate(node, None)
+            return None if value is None else Value(value.value, value.loc, Level.DEFAULT)
+        if arg is None:
+            return None
+        if arg.default is None:
+            if arg.action in {"store_true", "store_false"}:
+                return Value(arg.action == "store_false", Loc(self.label, arg.line), Level.DEFAULT)
+            return None
+        value = self.evaluate(arg.default, None)
+        if value is None:
+            return None
+        if arg.type_name in {"int", "float"} and isinstance(value.value, str):
+            try:
+                value = value.with_value({"int": int, "float": float}[arg.type_name](value.value))
+            except ValueError:
+                return None
+        return Value(value.value, value.loc, Level.DEFAULT)
+
+    def field_value(self, class_name: str, key: str, *, parsed: bool) -> Value | None:
+        """A dataclass field: the command line, then a config file when the class is parsed from
+        them, then the default the class declares (following base classes defined here)."""
+        if parsed:
+            if key in self.cli:
+                return self.cli[key]
+            for config in self.configs:
+                if key in config:
+                    return config.get(key)
+        info = self.classes.get(class_name)
+        seen = set()
+        while info is not None and info.name not in seen:
+            seen.add(info.name)
+            fdef = info.fields.get(key)
+            if fdef is not None:
+                if fdef.default is None:
+                    return None
+                value = self._field_default(fdef)
+                return None if value is None else Value(value.value, value.loc, Level.DEFAULT)
+            info = next((self.classes[b.rsplit(".", 1)[-1]] for b in info.bases
+                         if b.rsplit(".", 1)[-1] in self.classes), None)
+        return None
+
+    def _field_default(self, fdef: FieldDef) -> Value | None:
+        node = fdef.default
+        if isinstance(node, cst.Call) and (dotted_name(node.func) or "").rsplit(".", 1)[-1] in {"field", "Field"}:
+            default = field_default(node)
+            if default is not node:
+                return self.evaluate(default, None)
+            for arg in node.args:
+                if arg.keyword is not None and arg.keyword.value in {"default_factory", "default_factory_fn"}:
+                    factory = arg.value
+                    if isinstance(factory, cst.Lambda):
+                        return self.evaluate(factory.body, None)
+                    if isinstance(factory, cst.Name) and factory.value in {"list", "dict"}:
+                        return Value([] if factory.value == "list" else {}, self.loc(factory), Level.CODE)
+            return None
+        return self.evaluate(node, None)
+
+    def class_base(self, class_name: str, known: set[str]) -> str | None:
+        """The first class in `known` that `class_name` is or derives from (within this file)."""
+        seen = set()
+        todo = [class_name]
+        while todo:
+            name = todo.pop(0).rsplit(".", 1)[-1]
+            if name in known:
+                return name
+            if name in seen or name not in self.classes:
+                continue
+            seen.add(name)
+            todo.extend(self.classes[name].bases)
+        return None
+
+    def assigned_call(self, node: cst.BaseExpression, scope: Scope) -> "CallSite | None":
+        """For `model` in `Trainer(model=model)`: the call that produced it (`X.from_pretrained(...)`)."""
+        if isinstance(node, cst.Call):
+            return next((c for c in self.calls if c.node is node), None)
+        if isinstance(node, cst.Name):
+            found = self.definition(node.value, scope, self.line(node))
+            if found and found[0] == "assign" and isinstance(found[1].value, cst.Call | cst.Name):
+                if isinstance(found[1].value, cst.Name) and found[1].value.value == node.value:
+                    return None
+                return self.assigned_call(found[1].value, found[1].scope)
+        return None
+
+
+def _returned(fn: cst.FunctionDef) -> tuple[cst.BaseExpression, ...]:
+    """The expressions a function returns (not those of functions nested in it)."""
+    return tuple(n.value for n in iter_nodes(fn, into_functions=False)
+                 if isinstance(n, cst.Return) and n.value is not None)
+
+
+def _walk_strings(node: cst.CSTNode) -> list[str]:
+    out = []
+    for n in iter_nodes(node):
+        if isinstance(n, cst.SimpleString):
+            value = literal_value(n)
+            if isinstance(value, str):
+                out.append(value)
+    return out
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+

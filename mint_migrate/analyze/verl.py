@@ -1,0 +1,456 @@
+"""verl: `python -m verl.trainer.main_ppo` hydra overrides, verl YAML configs, SFT trainers, recipes.
+
+Settings are hydra keys. A YAML config (the trainer config, or a user config passed with
+--config / --config-name) is read first; the command's `key=value` overrides win over it, as in
+hydra. Key names and defaults follow verl's `ppo_trainer.yaml` / `sft_trainer.yaml`.
+"""
+
+from mint_migrate.analyze.evidence import Evidence, Level, Loc, Value
+from mint_migrate.analyze.inputs import InputFile, Project, add_file
+from mint_migrate.analyze.pycommon import infra_imports, server_side
+from mint_migrate.analyze.pyvalues import PySource
+from mint_migrate.analyze.registry import Analyzer
+from mint_migrate.analyze.scalars import as_int, as_number
+from mint_migrate.analyze.shell import Arg, Command
+from mint_migrate.analyze.task import (
+    Task,
+    data_source,
+    normalize_loss,
+    python_reward,
+    reward_file,
+    schedule_from,
+    updates,
+)
+from mint_migrate.plan import Algorithm, RewardFunction, RewardPlan, ScaffoldKind, Settings
+
+RL_KEYS = {
+    "actor_rollout_ref.model.path": "base_model",
+    "data.train_files": "dataset",
+    "actor_rollout_ref.actor.optim.lr": "learning_rate",
+    "data.train_batch_size": "global_batch_size",
+    "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu": "per_device_batch_size",
+    "trainer.total_epochs": "num_epochs",
+    "trainer.total_training_steps": "max_steps",
+    "data.max_prompt_length": "max_prompt_length",
+    "data.max_response_length": "max_response_length",
+    "actor_rollout_ref.model.lora_rank": "lora.rank",
+    "actor_rollout_ref.model.lora_alpha": "lora.alpha",
+    "actor_rollout_ref.model.target_modules": "lora.target_modules",
+    "actor_rollout_ref.rollout.n": "num_generations",
+    "actor_rollout_ref.rollout.temperature": "temperature",
+}
+SFT_KEYS = {
+    "model.partial_pretrain": "base_model",
+    "model.path": "base_model",
+    "data.train_files": "dataset",
+    "optim.lr": "learning_rate",
+    "data.train_batch_size": "global_batch_size",
+    "data.micro_batch_size_per_gpu": "per_device_batch_size",
+    "data.max_length": "max_seq_length",
+    "model.lora_rank": "lora.rank",
+    "model.lora_alpha": "lora.alpha",
+    "model.target_modules": "lora.target_modules",
+    "trainer.total_epochs": "num_epochs",
+    "trainer.total_training_steps": "max_steps",
+}
+ESTIMATORS: dict[str, tuple[Algorithm, str | None]] = {
+    "gae": ("ppo", None),
+    "grpo": ("grpo", None), "grpo_passk": ("grpo", "grpo_passk"), "grpo_vectorized": ("grpo", None),
+    "reinforce_plus_plus": ("reinforce", "reinforce_plus_plus"),
+    "reinforce_plus_plus_baseline": ("reinforce", "reinforce_plus_plus_baseline"),
+    "remax": ("reinforce", "remax"), "rloo": ("reinforce", "rloo"), "rloo_vectorized": ("reinforce", "rloo"),
+    # group-sampled policy-gradient estimators with their own baselines: the GRPO scaffold, variant named
+    "opo": ("grpo", "opo"), "gpg": ("grpo", "gpg"), "optimal_token_baseline": ("grpo", "optimal_token_baseline"),
+    "tir_optimal_token_baseline": ("grpo", "tir_optimal_token_baseline"),
+}
+DEFAULTS_RL = {
+    "learning_rate": (1e-6, "actor_rollout_ref.actor.optim.lr"),
+    "global_batch_size": (1024, "data.train_batch_size"),
+    "max_prompt_length": (512, "data.max_prompt_length"),
+    "max_response_length": (512, "data.max_response_length"),
+    "num_generations": (1, "actor_rollout_ref.rollout.n"),
+    "clip_ratio": (0.2, "actor_rollout_ref.actor.clip_ratio"),
+    "temperature": (1.0, "actor_rollout_ref.rollout.temperature"),
+    "num_epochs": (30, "trainer.total_epochs"),
+}
+DEFAULTS_SFT = {
+    "learning_rate": (1e-5, "optim.lr"),
+    "global_batch_size": (256, "data.train_batch_size"),
+    "max_seq_length": (1024, "data.max_length"),
+}
+_SERVER_SIDE_KEYS = ("actor_rollout_ref.rollout.name", "actor_rollout_ref.rollout.tensor_model_parallel_size",
+                     "actor_rollout_ref.rollout.gpu_memory_utilization", "actor_rollout_ref.actor.fsdp_config",
+                     "actor_rollout_ref.ref.fsdp_config", "actor_rollout_ref.actor.strategy", "trainer.n_gpus_per_node",
+                     "trainer.nnodes", "actor_rollout_ref.actor.megatron", "actor_rollout_ref.model.enable_gradient_checkpointing",
+                     "actor_rollout_ref.actor.ppo_max_token_len_per_gpu", "model.fsdp_config", "ulysses_sequence_parallel_size")
+
+
+def defaults(algorithm: Algorithm) -> dict[str, tuple[object, str]]:
+    return DEFAULTS_SFT if algorithm == "sft" else DEFAULTS_RL
+
+
+def optimizer_defaults(algorithm: Algorithm) -> dict[str, tuple[float, str]]:
+    """verl's FSDP AdamW: the actor's optim config (RL) or the SFT trainer's optim config."""
+    if algorithm == "sft":
+        return {"beta1": (0.9, "optim.betas[0]"), "beta2": (0.95, "optim.betas[1]"), "eps": (1e-8, "torch AdamW eps"),
+                "weight_decay": (0.01, "optim.weight_decay"), "grad_clip_norm": (1.0, "optim.clip_grad")}
+    return {"beta1": (0.9, "actor_rollout_ref.actor.optim.betas[0]"),
+            "beta2": (0.999, "actor_rollout_ref.actor.optim.betas[1]"), "eps": (1e-8, "torch AdamW eps"),
+            "weight_decay": (0.01, "actor_rollout_ref.actor.optim.weight_decay"),
+            "grad_clip_norm": (1.0, "actor_rollout_ref.actor.grad_clip")}
+
+
+def is_verl_command(command: Command) -> bool:
+    target = command.module or command.script or ""
+    return target.startswith(("verl.", "recipe.")) or "/verl/" in target
+
+
+def looks_like_config(keys: list[str]) -> bool:
+    return any(k.startswith(("actor_rollout_ref.", "critic.", "algorithm.adv_estimator", "custom_reward_function."))
+               for k in keys) or "model.partial_pretrain" in keys
+
+
+def reward_module(src: PySource) -> Loc | None:
+    """A verl reward function file: a top-level `compute_score(data_source, solution_str, ground_truth, ...)`."""
+    fn = src.functions.get("compute_score")
+    if fn is None or not {"solution_str", "ground_truth"} <= set(fn.params):
+        return None
+    return src.at(fn.line)
+
+
+def detect_python(src: PySource) -> Loc | None:
+    return src.imports_module("verl") or reward_module(src)
+
+
+def analyze(project: Project, ev: Evidence) -> None:
+    command = next((c for c in project.commands() if is_verl_command(c)), None)
+    config, args = _merged(project, command)
+    if command is None and not config:
+        _reward_alone(project, ev)
+        return
+    sft = _is_sft(command, config)
+    keys = SFT_KEYS if sft else RL_KEYS
+    for f in project.pythons():
+        infra_imports(f.python, ev)
+    if command is not None:
+        ev.construct(command.text, command.loc, "python train.py (the MinT scaffold) with argparse flags")
+        if len([c for c in project.commands() if is_verl_command(c)]) > 1:
+            ev.warn("MULTIPLE_COMMANDS", "The script launches several verl runs; the first one was migrated.",
+                    command.loc)
+        if command.world_size is not None:
+            ev.extra("world_size", command.world_size)
+
+    for key, setting in keys.items():
+        value = config.get(key)
+        if value is None and key in args and setting in {"dataset", "base_model"}:
+            value = args[key].literal(Level.COMMAND)
+            if value is not None:
+                ev.warn("UNRESOLVED", f"{key}={value.value}: part of this value comes from the environment "
+                        "(or a positional parameter); it is reported as written.", value.loc)
+        if value is not None and setting == "lora.rank" and as_number(value.value) == 0:
+            ev.construct(f"{key}=0", value.loc, "create_lora_training_client(rank=...)",
+                         "0 means full fine-tuning in verl; MinT always trains LoRA")
+            continue
+        if value is not None and setting in {"lora.alpha", "lora.target_modules"}:
+            rank = config.get(key.rsplit(".", 1)[0] + ".lora_rank")
+            if rank is None or as_number(rank.value) in (None, 0):
+                continue  # LoRA options without LoRA: verl ignores them
+        ev.setting(setting, value)
+    rank = config.get(("model." if sft else "actor_rollout_ref.model.") + "lora_rank")
+    if rank is not None and (as_number(rank.value) or 0) > 0:
+        ev.extra("used_lora", rank)
+        prefix = "model." if sft else "actor_rollout_ref.model."
+        extra = [k for k in ("lora_alpha", "target_modules") if config.get(prefix + k) is not None]
+        if extra:
+            ev.warn("LORA_OPTIONS", f"LoRA {', '.join(extra)} {'has' if len(extra) == 1 else 'have'} no MinT "
+                    "equivalent: MinT takes only the rank "
+                    "and trains attention, MLP and unembedding.", rank.loc)
+    if sft:
+        ev.vote("sft", command.loc if command else _first_loc(project), "verl SFT trainer", 3)
+        return
+    _rl(project, config, ev, command)
+
+
+def _merged(project: Project, command: Command | None) -> tuple[dict[str, Value], dict[str, Arg]]:
+    config: dict[str, Value] = {}
+    for y in project.yamls():
+        config.update(y.yaml.values)
+    args: dict[str, Arg] = {}
+    if command is not None:
+        for arg in command.overrides():
+            args[arg.name] = arg
+            if arg.value is not None:
+                config[arg.name] = arg.value
+            else:
+                config.pop(arg.name, None)
+    return config, args
+
+
+def _is_sft(command: Command | None, config: dict[str, Value]) -> bool:
+    if command is not None:
+        target = command.module or command.script or ""
+        return "sft" in target.rsplit(".", 1)[-1] or "sft_trainer" in target
+    return "model.partial_pretrain" in config or (
+        not any(k.startswith("actor_rollout_ref.") for k in config) and "optim.lr" in config)
+
+
+def _first_loc(project: Project) -> Loc:
+    return Loc(project.primary.label, 1)
+
+
+def _rl(project: Project, config: dict[str, Value], ev: Evidence, command: Command | None) -> None:
+    where = command.loc if command else _first_loc(project)
+    estimator = config.get("algorithm.adv_estimator")
+    if estimator is not None:
+        algorithm, variant = ESTIMATORS.get(str(estimator.value), ("other", str(estimator.value)))
+        ev.vote(algorithm, estimator.loc, f"algorithm.adv_estimator={estimator.value}", 3)
+        ev.extra("kind_hint", Value("grpo", estimator.loc))
+        ev.set_variant(variant, estimator.loc)
+    else:
+        ev.vote("ppo", where, "verl's default estimator is gae (PPO with a critic)", 2)
+    target = (command.module or command.script or "") if command else ""
+    if target.startswith("recipe."):
+        recipe = target.split(".")[1]
+        ev.set_variant(recipe, where)
+        ev.construct(f"verl recipe {recipe}", where, "the MinT grpo scaffold", f"recipe-specific logic of {recipe} "
+                     "(filters, schedules) has to be ported by hand")
+    ev.extra("prompts_per_step", config.get("data.train_batch_size"))
+    ev.extra("global_counts_prompts", Value(True, where))  # verl's (and its forks') train batch counts prompts
+    ev.extra("mini_batch", config.get("actor_rollout_ref.actor.ppo_mini_batch_size"))
+
+    # the clipped objective
+    low = config.get("actor_rollout_ref.actor.clip_ratio_low")
+    high = config.get("actor_rollout_ref.actor.clip_ratio_high")
+    ev.setting("clip_ratio", config.get("actor_rollout_ref.actor.clip_ratio") or low)
+    ev.extra("clip_low", low or config.get("actor_rollout_ref.actor.clip_ratio"))
+    ev.extra("clip_high", high)
+    if high is not None and (low is None or as_number(high.value) != as_number(low.value)):
+        ev.set_variant("dapo", high.loc, override=False)
+    mode = config.get("actor_rollout_ref.actor.policy_loss.loss_mode")
+    if mode is not None and mode.value != "vanilla":
+        ev.extra("loss_mode", mode)
+        if mode.value in {"gspo", "cispo", "sapo", "gpg", "clip_cov", "kl_cov", "geo_mean"}:
+            ev.set_variant(str(mode.value), mode.loc)
+    if config.get("algorithm.filter_groups.enable") is not None and config["algorithm.filter_groups.enable"].value:
+        ev.construct("algorithm.filter_groups (dynamic sampling)", config["algorithm.filter_groups.enable"].loc,
+                     "groups whose rewards are all equal are skipped", "the scaffold drops zero-variance groups")
+        ev.set_variant("dapo", config["algorithm.filter_groups.enable"].loc, override=False)
+    norm = config.get("algorithm.norm_adv_by_std_in_grpo")
+    if norm is not None:
+        ev.construct(f"algorithm.norm_adv_by_std_in_grpo={norm.value}", norm.loc,
+                     "advantages = reward - group mean" + (" (÷ group std)" if norm.value else ""))
+
+    # KL terms
+    kl_loss, kl_reward = config.get("actor_rollout_ref.actor.use_kl_loss"), config.get("algorithm.use_kl_in_reward")
+    if kl_loss is not None and kl_loss.value is True:
+        ev.setting("kl_coef", config.get("actor_rollout_ref.actor.kl_loss_coef"))
+        _kl_warning(ev, "actor_rollout_ref.actor.use_kl_loss=True", config.get("actor_rollout_ref.actor.kl_loss_coef")
+                    or kl_loss)
+    if kl_reward is not None and kl_reward.value is True:
+        ev.setting("kl_coef", config.get("algorithm.kl_ctrl.kl_coef"))
+        _kl_warning(ev, "algorithm.use_kl_in_reward=True", config.get("algorithm.kl_ctrl.kl_coef") or kl_reward)
+
+    # critic / GAE
+    critic_keys = [k for k in config if k.startswith("critic.")]
+    if estimator is None or estimator.value == "gae" or critic_keys:
+        loc = estimator.loc if estimator is not None else (config[critic_keys[0]].loc if critic_keys else where)
+        ev.warn("CRITIC_GAE", "GAE advantages need a critic (value model), and MinT has none. The migration uses a "
+                "group baseline instead: several samples per prompt (rollout.n), advantage = reward - group mean "
+                "(GRPO), with the ppo clipped loss. Set rollout.n > 1 worth of samples with --group-size.", loc)
+    reward_model = config.get("reward_model.enable")
+    if reward_model is not None and reward_model.value is True:
+        ev.warn("REWARD_MODEL_SCORING", "reward_model.enable=True scores rollouts with a learned reward model; MinT "
+                "serves no reward-model head. Score in Python, or call a MinT sampler as a judge.", reward_model.loc)
+    agg = config.get("actor_rollout_ref.actor.loss_agg_mode")
+    ev.warn("LOSS_AGGREGATION", "MinT's losses sum over tokens; verl averages them (loss_agg_mode="
+            f"{agg.value if agg else 'token-mean'}). Scale the advantages by 1/len(response) to keep the same "
+            "per-token weighting.", agg.loc if agg else None)
+    entropy = config.get("actor_rollout_ref.actor.entropy_coeff")
+    if entropy is not None and (as_number(entropy.value) or 0) > 0:
+        ev.warn("ENTROPY_BONUS", f"entropy_coeff={entropy.value}: MinT's built-in losses have no entropy bonus; "
+                "drop it (or write a custom loss).", entropy.loc)
+    epochs = config.get("actor_rollout_ref.actor.ppo_epochs")
+    if epochs is not None and (as_number(epochs.value) or 1) > 1:
+        ev.warn("MULTI_UPDATE", f"ppo_epochs={epochs.value}: several updates per batch. On MinT repeat "
+                "forward_backward + optim_step over the same Datums, or keep one update per batch.", epochs.loc)
+    for key in _SERVER_SIDE_KEYS:
+        hits = [k for k in config if k == key or k.startswith(key + ".")]
+        if hits:
+            server_side(ev, f"{hits[0]}={config[hits[0]].value}", config[hits[0]].loc)
+            break
+    _reward_function(project, config, ev)
+
+
+def _reward_alone(project: Project, ev: Evidence) -> None:
+    """Only a reward module: report the reward function, and that there is no trainer to migrate."""
+    for f in project.pythons():
+        where = reward_module(f.python)
+        if where is None:
+            continue
+        ev.setting("reward_functions", Value(["compute_score"], where, Level.CODE))
+        ev.extra("kind_hint", Value("grpo", where))
+        ev.vote("other", where, "a verl reward function (compute_score) with no trainer config or launch command", 0)
+        ev.construct("compute_score(data_source, solution_str, ground_truth, extra_info)", where,
+                     "reward_fn(prompt, completion, row) -> float in train.py",
+                     "call it with the decoded completion as solution_str and the row's answer as ground_truth")
+        ev.warn("NO_TRAINER", f"{f.label} is a verl reward function with no trainer: the run that uses it (its launch "
+                "script or config, with custom_reward_function.path) says the algorithm and the settings. Pass "
+                "that as the source and this file with --config; the train.py here is the GRPO scaffold with this "
+                "reward.", where)
+        return
+
+
+def _kl_warning(ev: Evidence, what: str, value: Value) -> None:
+    ev.warn("KL_REFERENCE", f"{what}: MinT's built-in losses have no KL term. Fold the KL penalty into the reward "
+            "(reward - coef * (logp - logp_ref), reference logprobs from a base-model sampler's compute_logprobs), "
+            "or drop it.", value.loc)
+
+
+def _reward_function(project: Project, config: dict[str, Value], ev: Evidence) -> None:
+    path = config.get("custom_reward_function.path")
+    if path is None:
+        return
+    name = config.get("custom_reward_function.name")
+    fn = str(name.value) if name is not None else "compute_score"
+    ev.setting("reward_functions", Value([f"{path.value}:{fn}"], (name or path).loc, path.level))
+    reward_file = _reward_file(project, str(path.value))
+    if reward_file is None or reward_file.python is None:
+        ev.construct(f"custom_reward_function {path.value}:{fn}", path.loc, "reward_fn in train.py",
+                     "pass the reward module with --config to check it")
+        return
+    info = reward_file.python.functions.get(fn)
+    if info is None:
+        ev.warn("REWARD_FN_MISSING", f"{reward_file.label} defines no function {fn}; verl would fail to load it.",
+                path.loc)
+        return
+    ev.construct(f"custom_reward_function {fn}(data_source, solution_str, ground_truth, extra_info)", reward_file.python.at(info.line),
+                 "reward_fn(prompt, completion, row) -> float in train.py",
+                 "call it with the decoded completion as solution_str and the row's answer as ground_truth")
+
+
+def _reward_file(project: Project, written: str) -> InputFile | None:
+    found = project.find(written)
+    if found is not None:
+        return found
+    for base in {f.path.parent for f in project.files}:
+        candidate = base / written
+        if candidate.is_file() and candidate.suffix == ".py":
+            return add_file(project, candidate, auto=True)
+    return None
+
+# --- the task: data, reward and schedule (the planner calls read_task through the registry) ----------
+
+
+def _hydra(project: Project) -> dict[str, Value]:
+    """verl's config: the YAML files, then the launch command's key=value overrides on top."""
+    config: dict[str, Value] = {}
+    for y in project.yamls():
+        config.update(y.yaml.values)
+    command = next((c for c in project.commands() if is_verl_command(c)), None)
+    for arg in command.overrides() if command is not None else []:
+        if arg.value is not None:
+            config[arg.name] = arg.value
+    return config
+
+
+_VERL_AGG = {"token-mean": "token_mean", "seq-mean-token-mean": "sequence_mean", "seq-mean-token-sum": "sum",
+             "seq-mean-token-sum-norm": "constant"}
+
+
+def read_task(project: Project, ev: Evidence, algorithm: Algorithm, kind: ScaffoldKind, settings: Settings,
+          task: Task) -> None:
+    c = _hydra(project)
+
+    def get(key: str):
+        return c[key].value if key in c else None
+
+    data = None
+    if settings.dataset is not None:
+        data = task.data = data_source(project, settings.dataset.value, settings.dataset.source)
+    if kind == "sft":
+        if data is not None:
+            prompt_key, response_key = get("data.prompt_key") or "prompt", get("data.response_key") or "response"
+            prompt_sub, response_sub = get("data.prompt_dict_keys"), get("data.response_dict_keys")
+            prompt_sub = prompt_sub[0] if isinstance(prompt_sub, list) and prompt_sub else None
+            response_sub = response_sub[0] if isinstance(response_sub, list) and response_sub else None
+            data.fields = {"prompt": f"{prompt_key}.{prompt_sub}" if prompt_sub else str(prompt_key),
+                           "completion": f"{response_key}.{response_sub}" if response_sub else str(response_key)}
+            data.chat_template, data.format = True, "prompt_completion"
+            data.notes.append("verl's SFT dataset puts the prompt in a user message (chat template) and appends the "
+                              "response and eos")
+        schedule_from(task, str(get("optim.warmup_style") or get("optim.lr_scheduler") or "cosine"),
+                       why="verl's fsdp_sft_trainer: cosine after a warmup of optim.warmup_steps_ratio",
+                       warmup_ratio=get("optim.warmup_steps_ratio"))
+        normalize_loss(task, "token_mean", "verl's SFT loss averages over the batch's response tokens")
+        return
+    if data is not None:
+        prompt_key = get("data.prompt_key") or "prompt"
+        # verl forks name the answer column (EasyR1's data.answer_key); verl keeps it in reward_model
+        data.fields = {"prompt": str(prompt_key), "answer": str(get("data.answer_key") or "reward_model.ground_truth")}
+        data.format = "prompt_answer"
+        data.max_samples = as_int(get("data.train_max_samples")) if (as_int(get("data.train_max_samples")) or 0) > 0 \
+            else None
+        data.notes.append("verl's RL parquet: a chat `prompt` column (messages), the answer in "
+                          "reward_model.ground_truth, data_source and extra_info for the reward")
+    optim = "actor_rollout_ref.actor.optim."
+    style = get(optim + "warmup_style") or get(optim + "lr_scheduler_type") or "constant"
+    steps = get(optim + "lr_warmup_steps")
+    schedule_from(task, str(style), steps if (as_int(steps) or -1) > 0 else None,
+                   get(optim + "lr_warmup_steps_ratio"), get(optim + "min_lr_ratio"),
+                   why="actor_rollout_ref.actor.optim (verl's default: constant, no warmup)")
+    agg = get("actor_rollout_ref.actor.loss_agg_mode") or "token-mean"
+    normalize_loss(task, _VERL_AGG.get(str(agg), "token_mean"), f"loss_agg_mode={agg}")
+    norm = c.get("algorithm.norm_adv_by_std_in_grpo")
+    task.schedule.normalize_advantages = norm is None or norm.value is not False
+    prompts, mini = as_int(get("data.train_batch_size")), as_int(get("actor_rollout_ref.actor.ppo_mini_batch_size"))
+    updates(task, prompts, mini, f"data.train_batch_size {prompts} / ppo_mini_batch_size {mini}",
+             as_int(get("actor_rollout_ref.actor.ppo_epochs")), "ppo_epochs")
+    if str(get("actor_rollout_ref.rollout.mode") or "") == "async":
+        task.throughput = f"actor_rollout_ref.rollout.mode=async ({c['actor_rollout_ref.rollout.mode'].loc})"
+    task.reward = _verl_reward(project, c)
+
+
+def _verl_reward(project: Project, c: dict[str, Value]) -> RewardPlan:
+    path = c.get("custom_reward_function.path")
+    if c.get("reward_model.enable") is not None and c["reward_model.enable"].value is True:
+        return RewardPlan(style="verl", status="placeholder", source=str(c["reward_model.enable"].loc),
+                          reason="reward_model.enable=True scores with a learned reward model, which MinT does not "
+                                 "serve: write a Python reward (or call a MinT sampler as a judge)")
+    given = [f for f in project.pythons() if "compute_score" in f.python.functions]
+    if path is None and given:  # the reward module was given itself (with --config, or alone)
+        return python_reward(project, ["compute_score"], [1.0], "verl", None)
+    if path is None:
+        return RewardPlan(style="verl", status="placeholder",
+                          reason="no custom_reward_function: verl scores with its built-in scorer for each row's "
+                                 "data_source (verl.utils.reward_score, e.g. gsm8k, math), part of the verl package a "
+                                 "MinT machine does not have; pass --reward FILE:compute_score")
+    name = c.get("custom_reward_function.name")
+    fn = str(name.value) if name is not None else "compute_score"
+    kwargs = c.get("custom_reward_function.reward_kwargs")
+    found = reward_file(project, str(path.value))
+    plan = RewardPlan(style="verl", status="placeholder", functions=[RewardFunction(name=fn)], source=str(path.loc),
+                      kwargs=dict(kwargs.value) if kwargs is not None and isinstance(kwargs.value, dict) else {})
+    if found is None or found.python is None:
+        plan.reason = f"{path.value} was not given and is not beside the inputs: pass it with --config"
+    elif fn not in found.python.functions:
+        plan.reason = f"{found.label} defines no {fn}"
+    else:
+        plan.status, plan.file = "user", str(found.path.resolve())
+        plan.reason = f"{fn} from {found.label} (custom_reward_function)"
+    return plan
+
+
+ANALYZER = Analyzer(
+    read_task=read_task,
+    name="verl",
+    signals="`python -m verl.trainer.main_ppo` with hydra overrides (`actor_rollout_ref.rollout.n=5`), "
+            "`ppo_trainer.yaml`, `fsdp_sft_trainer`, a `compute_score` reward module",
+    analyze=analyze,
+    defaults=defaults,
+    optimizer_defaults=optimizer_defaults,
+    reserved_names=("kl_loss_coef", "kl_ctrl.kl_coef"),  # the reader knows when the KL term is on
+    imports=("verl",),
+    detect_python=detect_python,
+    detect_command=lambda command, script: is_verl_command(command),
+    detect_config=looks_like_config,
+)
