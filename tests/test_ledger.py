@@ -344,3 +344,9 @@ def test_the_cli_takes_cited_settings_and_refuses_a_wrong_one(tmp_path):
     bad = subprocess.run([cli, "migrate", str(source), "--config", str(config), "--json",
                           "--set", "global_batch_size=256@config.yaml:10"], capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "config.yaml:10 reads `rollout_batch_size: 512`" in bad.stdout + bad.stderr
+    # a person at a shell reads the ledger's counts and what to look for
+    text = subprocess.run([cli, "migrate", str(source), "--config", str(config)], capture_output=True, text=True,
+                          timeout=120).stdout
+    assert re.search(r"^ledger: \d+ settings the inputs state: \d+ carried, \d+ changed, \d+ not carried, "
+                     r"\d+ server side", text, re.M), text
+    assert "not found, with lines to read (MIGRATION.md): per_device_batch_size, global_batch_size" in text

@@ -180,6 +180,15 @@ def text(result: MigrationResult, request: MigrateRequest) -> str:
         if setting is not None:
             value = setting.value.model_dump(exclude_none=True) if key == "lora" else setting.value
             lines.append(f"  {key:28} {value!r:40} {setting.source}")
+    missing = [key for key, setting in plan.settings if setting is None and plan.unmapped.get(key)]
+    if missing:  # not found, but some input line names them: where a person (or agent) should look
+        lines.append("not found, with lines to read (MIGRATION.md): " + ", ".join(missing)
+                     + "; confirm one with --set KEY=VALUE@FILE:LINE")
+    if plan.ledger:
+        counts = Counter(item.disposition for item in plan.ledger)
+        lines.append(f"ledger: {len(plan.ledger)} settings the inputs state: " + ", ".join(
+            f"{counts[d]} {d.replace('_', ' ')}" for d in ("carried", "changed", "not_carried", "server_side"))
+            + " (each with its line and reason in MIGRATION.md)")
     for w in plan.warnings:
         lines.append(f"warning {w.code}: {w.message}" + (f" ({w.source})" if w.source else ""))
     train = next((p for p in plan.files_written if Path(p).name == "train.py"), None)
