@@ -6,7 +6,6 @@ line it cites.
 The fixtures under tests/fixtures/ledger are written by us in each framework's real shape.
 """
 
-import ast
 import re
 from pathlib import Path
 
@@ -18,6 +17,7 @@ from mint_migrate.analyze.inputs import load_project
 from mint_migrate.analyze.synonyms import meaning
 from mint_migrate.errors import MintMigrateError
 from mint_migrate.migrate import migrate
+from tests.test_render import constants
 
 FIXTURES = Path(__file__).parent / "fixtures" / "ledger"
 EASYR1 = (FIXTURES / "easyr1_yaml_dotlist" / "qwen3_4b_math_grpo.sh", [FIXTURES / "easyr1_yaml_dotlist" / "config.yaml"])
@@ -30,17 +30,6 @@ ALL = {"easyr1": EASYR1, "pytorch_grpo": PYTORCH_GRPO, "trl_grpo": TRL_GRPO, "ve
 def run(case, tmp_path, confirmed=None):
     source, configs = case
     return migrate(source, configs, output_dir=None, workspace=tmp_path, overwrite=False, confirmed=confirmed)
-
-
-def constants(train_py: str) -> dict:
-    out = {}
-    for node in ast.parse(train_py).body:
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            try:
-                out[node.targets[0].id] = ast.literal_eval(node.value)
-            except ValueError:
-                pass
-    return out
 
 
 def section(report: str, title: str) -> str:
