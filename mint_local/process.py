@@ -145,8 +145,8 @@ class Supervised:
         self._lines.append(None)
 
     def lines(self, deadline: float | None = None, cancel: threading.Event | None = None) -> Iterator[str]:
-        """Output lines as they come, until the output ends; or the process has exited and others
-        of its tree, which may hold the pipe open for ever, still run LINGER_AFTER_EXIT_S later;
+        """Output lines as they come, until the output ends; or the process has exited and the output
+        still has not ended LINGER_AFTER_EXIT_S later (a leftover holds the pipe open, maybe for ever);
         or `deadline` (time.monotonic()) passes (sets .timed_out); or `cancel` is set (sets
         .cancelled). Lines still in the pipe then are returned by `stop()`'s `drained()`."""
         exited_at: float | None = None
@@ -160,7 +160,9 @@ class Supervised:
                 return
             if exited_at is None and self.popen.poll() is not None:
                 exited_at = now
-            if exited_at is not None and now - exited_at > LINGER_AFTER_EXIT_S and self.tree():
+            # Exited, and the output has not ended LINGER_AFTER_EXIT_S later: something else holds the
+            # pipe (a daemon of its tree, found by the watch or not); the run is over either way.
+            if exited_at is not None and now - exited_at > LINGER_AFTER_EXIT_S:
                 return
             if not self._lines:
                 time.sleep(_POLL_S if deadline is None else max(0.0, min(_POLL_S, deadline - now)))
