@@ -353,12 +353,10 @@ def _setting_name(concept: str) -> str:
 
 
 def _shown_value(value):
-    if isinstance(value, tuple):
-        return list(value)
-    if isinstance(value, list) and not all(isinstance(v, bool | int | float | str) or v is None for v in value):
-        return [str(v) for v in value]
-    if isinstance(value, list):
-        return [v for v in value]
+    """A value as the ledger's JSON holds it: a tuple as a list, a list of anything else as text."""
+    if isinstance(value, list | tuple):
+        plain = all(isinstance(v, bool | int | float | str) or v is None for v in value)
+        return list(value) if plain else [str(v) for v in value]
     return value
 
 
