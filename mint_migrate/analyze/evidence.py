@@ -84,13 +84,13 @@ class Evidence:
         top = max(v.level for v in values)
         return [v for v in values if v.level == top][-1]
 
-    def harvested(self, concept: str) -> Value | None:
+    def harvested(self, concept: str, keep: Callable[[Any], bool] = lambda stated: True) -> Value | None:
         """The value the inputs state under a name that means `concept` (the synonym table), when
-        they state exactly one."""
+        they state exactly one (among the statements `keep` accepts)."""
         if self.meaning_of is None:
             return None
         found = [s for s in self.stated if (m := self.meaning_of(s.key, s.owner)) is not None
-                 and m.family == "setting" and m.concept == concept]
+                 and m.family == "setting" and m.concept == concept and keep(s)]
         values = {repr(s.value) for s in found}
         if len(values) != 1:
             return None

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from mint_migrate.analyze import choices, confirm, coverage, ledger, optimizer, task
 from mint_migrate.analyze.detect import detect
-from mint_migrate.analyze.evidence import Evidence, Value
+from mint_migrate.analyze.evidence import Evidence
 from mint_migrate.analyze.harvest import Stated, harvest
 from mint_migrate.analyze.inputs import Project, load_project
 from mint_migrate.analyze.pycommon import server_side
@@ -122,14 +122,11 @@ def _fill_from_harvest(ev: Evidence, stated: list[Stated], reserved: tuple[str, 
         if ev.best(key) is not None or (lora_off and key.startswith("lora.")) or (key in _RL_ONLY and not rl) \
                 or (key == "kl_coef" and kl_off):
             continue
-        found = [s for s in stated if (m := meaning(s.key, s.owner)) is not None and m.family == "setting"
-                 and m.concept == key and not _reserved(s.norm, reserved) and _usable(key, s.value)]
-        values = {repr(s.value) for s in found}
-        if len(values) == 1:
-            best = max(found, key=lambda s: s.level)
-            ev.setting(key, Value(best.value, best.loc, best.level))
+        best = ev.harvested(key, lambda s, key=key: not _reserved(s.norm, reserved) and _usable(key, s.value))
+        if best is not None:
+            ev.setting(key, best)
             if key == "lora.rank" and "used_lora" not in ev.extras:
-                ev.extra("used_lora", Value(True, best.loc, best.level))  # the stated rate is already a LoRA rate
+                ev.extra("used_lora", best.with_value(True))  # the stated rate is already a LoRA rate
 
 
 def _reserved(norm: str, reserved: tuple[str, ...]) -> bool:
