@@ -371,3 +371,37 @@ def test_a_torchforge_app_with_every_value_in_python_spawn_service_calls(tmp_pat
         "kl_coef": (0.02, "main.py:15"),
         "reward_functions": (["MathReward", "FormatReward"], "main.py:20"),
     }
+
+
+def test_a_projects_own_trainer_subclass_in_another_file_is_its_trl_base(tmp_path):
+    plan = plan_of(tmp_path, "train.py", """
+        from datasets import load_dataset
+        from my_trainers import MathTrainer, make_args
+
+        trainer = MathTrainer(model="Qwen/Qwen2.5-0.5B", args=make_args(), train_dataset=load_dataset("acme/math"))
+        trainer.train()
+        """, ("my_trainers.py", """
+        from trl import GRPOTrainer
+
+        class BaseMathTrainer(GRPOTrainer):
+            pass
+
+        class MathTrainer(BaseMathTrainer):
+            def _compute_rewards(self, batch):
+                return super()._compute_rewards(batch)
+        """))
+    assert plan.framework == "trl" and plan.algorithm == "grpo"
+    assert "algorithm grpo: MathTrainer(...) (a GRPOTrainer) at train.py:4" in plan.mint.reasons
+
+
+def test_a_loop_split_across_files_is_told_by_its_sampler_rewards_and_advantages(tmp_path):
+    """train.py holds the optimizer and backward; rollout.py the sampler and the clipped loss."""
+    fixture = Path(__file__).parent / "fixtures" / "ledger" / "pytorch_yaml_loop"
+    plan = analyze(fixture / "train.py", [fixture / "config.yaml", fixture / "rollout.py"])
+    assert plan.algorithm == "grpo"
+    # and with the group baseline spelt without the word "group"
+    text = (fixture / "train.py").read_text().replace("ANSWERS_PER_PROMPT", "K")
+    (tmp_path / "train.py").write_text(text)
+    for name in ("config.yaml", "rollout.py"):
+        (tmp_path / name).write_text((fixture / name).read_text())
+    assert analyze(tmp_path / "train.py", [tmp_path / "config.yaml", tmp_path / "rollout.py"]).algorithm == "grpo"

@@ -243,3 +243,35 @@ def test_an_inline_bash_c_script_is_run_with_its_own_lines():
     args = {a.name: a for a in cmd.args}
     assert args["model.name_or_path"].value == Value("Qwen/Qwen3-8B", Loc("run.sh", 3), Level.COMMAND)
     assert args["loss.beta"].value is None and args["loss.beta"].raw == "$1"  # the outer shell expanded ${BETA}
+
+
+def test_run_names_built_with_basename_and_dirname_resolve_other_commands_stay_as_written():
+    script, cmd = only_command(
+        "MODEL_PATH=/ckpt/base/Qwen2.5-3B-Instruct/\n"
+        'MODEL=$(basename $MODEL_PATH)\n'
+        'ROOT="$(dirname "$MODEL_PATH")"\n'
+        'STAMP=$(date +%s)\n'
+        'python3 -m verl.trainer.main_ppo trainer.experiment_name="grpo-${MODEL}" trainer.default_local_dir=$ROOT/out '
+        'trainer.project_name=run-$STAMP\n'
+    )
+    args = args_of(cmd)
+    assert args["trainer.experiment_name"] == "grpo-Qwen2.5-3B-Instruct"
+    assert args["trainer.default_local_dir"] == "/ckpt/base/out"
+    assert args["trainer.project_name"] is None  # `date` is never run
+    assert script.variables["MODEL"].loc == Loc("run.sh", 2)
+
+
+def test_a_variable_exported_after_it_is_set_is_exported_and_machine_values_are_kept_as_written():
+    script = ShellScript(
+        "NNODES=${SLURM_JOB_NUM_NODES}\n"
+        "export NNODES\n"
+        "export GPUS_PER_NODE=8\n"
+        "export MASTER_ADDR=$(scontrol show hostnames $SLURM_JOB_NODELIST | head -n 1)\n"
+        "UNEXPORTED=1\n"
+        "python3 -m verl.trainer.main_ppo trainer.nnodes=$NNODES\n",
+        "run.sh",
+    )
+    exports = {name: value.value for name, value in script.exports.items()}
+    assert exports == {"NNODES": "${SLURM_JOB_NUM_NODES}", "GPUS_PER_NODE": "8",
+                       "MASTER_ADDR": "$(scontrol show hostnames $SLURM_JOB_NODELIST | head -n 1)"}
+    assert script.exports["NNODES"].loc == Loc("run.sh", 1)

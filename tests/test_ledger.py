@@ -50,13 +50,43 @@ def test_the_harvest_reads_settings_by_what_they_are():
     assert found["KL_COEFFICIENT"].value == 0.04 and str(found["KL_COEFFICIENT"].loc) == "grpo_loop.py:14"
     assert found["GENERATIONS_PER_SAMPLE"].value == 4
     assert found["max_norm"].value == 1.0  # clip_grad_norm_(params, 1.0): a positional setting
-    assert found["WEIGHT_DECAY"].value == 0.1 and "weight_decay" not in found  # the constant is the item
+    # `AdamW(..., weight_decay=WEIGHT_DECAY)`: the constant and the keyword that passes it are both
+    # statements, cited at the one literal
+    assert found["WEIGHT_DECAY"].value == found["weight_decay"].value == 0.1
+    assert str(found["weight_decay"].loc) == str(found["WEIGHT_DECAY"].loc)
     assert "format_reward" not in found  # functions are not settings
+
+
+def test_the_harvest_follows_names_config_lookups_and_a_loops_own_functions():
+    """A hand-written loop (our fixture, GRPO-Zero's shape): settings read from its own YAML through
+    subscripts, computed from each other, handed to its own sampler and loss by name."""
+    loop = FIXTURES / "pytorch_yaml_loop"
+    project = load_project(loop / "train.py", [loop / "config.yaml", loop / "rollout.py"])
+    found = {(s.key, s.owner): s for s in harvest(project)}
+    answers = found[("ANSWERS_PER_PROMPT", "")]  # BATCH_SIZE // PROMPTS_PER_BATCH, both from the YAML
+    assert answers.value == 8 and str(answers.loc) == "train.py:22"
+    assert str(found[("BATCH_SIZE", "")].loc) == "config.yaml:12"  # cited at the literal it reads
+    sampled = found[("samples_per_prompt", "sample_groups")]  # the training call, not evaluate()'s 1
+    assert sampled.value == 8 and str(sampled.loc) == "train.py:22"
+    assert found[("temperature", "sample_groups")].value == 1.0
+    assert found[("rollout_workers", "cfg")].value == 2  # cfg.get("rollout_workers", 2)
+    assert found[("clip_eps", "grpo_loss")].value == 0.2 and found[("kl_beta", "grpo_loss")].value == 0.04
+    truncation = found[("max_length", "tokenizer")]
+    assert truncation.value == 1024 and truncation.incidental  # a ledger item, never a setting by the synonyms
+    plan = analyze(loop / "train.py", [loop / "config.yaml", loop / "rollout.py"])
+    assert plan.settings.num_generations.value == 8 and plan.settings.num_generations.source == "train.py:22"
+    assert plan.settings.kl_coef.value == 0.04 and plan.settings.clip_ratio.value == 0.2
+    assert plan.settings.per_device_batch_size.value == 4  # a micro batch is one thing wherever it is written
+    assert plan.settings.dataset.value == "acme/countdown-prompts"  # data.path
+    assert plan.settings.max_prompt_length is None  # `max_prompt_len` is in the YAML, but nothing reads it
 
 
 @pytest.mark.parametrize(("key", "owner", "concept", "family"), [
     ("actor_rollout_ref.actor.optim.weight_decay", "", "optimizer.weight_decay", "optimizer"),
     ("critic.optim.lr", "", "learning_rate", "other_model"),
+    ("NUM_ANSWERS_PER_QUESTION", "", "num_generations", "setting"),
+    ("responses_per_problem", "", "num_generations", "setting"),
+    ("data.path", "", "dataset", "setting"),
     ("critic_learning_rate", "", "learning_rate", "other_model"),
     ("--adam-beta2", "", "optimizer.beta2", "optimizer"),
     ("KL_COEFFICIENT", "", "kl_coef", "setting"),
@@ -338,4 +368,4 @@ def test_the_cli_takes_cited_settings_and_refuses_a_wrong_one(tmp_path):
                           timeout=120).stdout
     assert re.search(r"^ledger: \d+ settings the inputs state: \d+ carried, \d+ changed, \d+ not carried, "
                      r"\d+ server side", text, re.M), text
-    assert "not found, with lines to read (MIGRATION.md): per_device_batch_size, global_batch_size" in text
+    assert "not found, with lines to read (MIGRATION.md): global_batch_size" in text

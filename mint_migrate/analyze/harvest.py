@@ -22,7 +22,7 @@ from mint_migrate.analyze.inputs import InputFile, Project
 from mint_migrate.analyze.pycommon import OPTIMIZERS
 from mint_migrate.analyze.pyvalues import CallSite, PySource
 from mint_migrate.analyze.scalars import parse_scalar
-from mint_migrate.analyze.synonyms import looks_like_setting
+from mint_migrate.analyze.synonyms import looks_like_setting, meaning
 from mint_migrate.pyindex import field_default
 from mint_migrate.pyparse import parse_ast
 
@@ -44,6 +44,12 @@ class Stated:
     def norm(self) -> str:
         return normalise(self.key)
 
+    @property
+    def incidental(self) -> bool:
+        """Said to a call that may serve something beside the training (a tokenizer call inside the
+        loss or a reward, an evaluator's builder): a ledger item, never a canonical setting's value."""
+        return self.kind == "keyword" and (self.owner in TRUNCATING_CALLS or "eval" in self.owner.lower())
+
 
 def normalise(key: str) -> str:
     """`--per-device-train-batch-size` and `per_device_train_batch_size` name the same setting."""
@@ -53,12 +59,16 @@ def normalise(key: str) -> str:
 # Calls whose keywords are settings: constructors of configs, trainers, optimizers, schedulers,
 # PEFT, sampling, and the loaders and generators whose options shape the run.
 _SETTING_CALL_SUFFIXES = ("Config", "Arguments", "Args", "Trainer", "Params", "Parameters", "Scheduler", "LR",
-                          "Loss", "Dataset", "Sampler")
+                          "Loss", "Dataset", "Sampler", "Overrides", "Options", "Settings", "Builder")
 _SETTING_CALLS = {"from_pretrained", "generate", "load_dataset", "get_scheduler", "get_peft_model",
                   "DataLoader", "sample", "sample_async", "clip_grad_norm_", "clip_grad_value_",
                   "SamplingParams", "LLM", "spawn_service", "as_service", "options", "manual_seed", "seed",
                   "set_seed", "seed_everything", "AdamParams", "create_lora_training_client",
                   "create_lora_training_client_async", "prepare_model_for_kbit_training", "BitsAndBytesConfig"}
+# Calls that are not settings calls, but one of whose keywords is: the truncation length of the
+# tokenizer call that builds the training batch.
+TRUNCATING_CALLS = {"tokenizer": {"max_length"}, "encode": {"max_length"}, "encode_plus": {"max_length"},
+                     "batch_encode_plus": {"max_length"}, "apply_chat_template": {"max_length"}}
 # Positional arguments that are settings, by call: (position, key).
 _POSITIONAL = {"clip_grad_norm_": (1, "max_norm"), "clip_grad_value_": (1, "clip_value"),
                "manual_seed": (0, "seed"), "set_seed": (0, "seed"), "seed_everything": (0, "seed"),
@@ -74,13 +84,14 @@ def is_setting_call(name: str) -> bool:
 def harvest(project: Project) -> list[Stated]:
     """Every setting the inputs state, one item per name: the value the run uses."""
     found: list[Stated] = []
+    own = {name.rsplit(".", 1)[-1] for f in project.pythons() for name in f.python.functions}
     for f in project.files:
         if f.shell is not None:
             found += _shell(f)
         if f.yaml is not None:
             found += _yaml(f)
         if f.python is not None:
-            found += _python(f)
+            found += _python(f, own)
     for command, _script in project.launches:
         if not auxiliary(command):
             found += _command(command)
@@ -179,7 +190,8 @@ def _yaml(f: InputFile) -> list[Stated]:
 # --- Python -----------------------------------------------------------------------------------------
 
 
-def _python(f: InputFile) -> list[Stated]:
+def _python(f: InputFile, own: set[str]) -> list[Stated]:
+    """`own`: the functions the inputs define (a loop's `rollout`, `generate_completions`)."""
     src = f.python
     out: list[Stated] = []
     example = f.example if f.launched_by is None else None
@@ -189,7 +201,7 @@ def _python(f: InputFile) -> list[Stated]:
     out += _argparse(src)
     out += _fields(src)
     out += _assignments(src)
-    out += _calls(src)
+    out += _calls(src, own)
     out += _entry_defaults(src)
     out += _attribute_settings(src)
     return out
@@ -226,7 +238,7 @@ def _entry_defaults(src: PySource) -> list[Stated]:
              for arg in call.node.args[:1] if (dotted := _name_of(arg.value))}
     out = []
     for name, info in src.functions.items():
-        if "@" in name or not (name in _ENTRY_NAMES or name in fired):
+        if "@" in name or not (name in _ENTRY_NAMES or name in fired or _is_loss(name)):
             continue
         for param in info.params.values():
             if param.default is None or not _literal_node(param.default):
@@ -236,6 +248,13 @@ def _entry_defaults(src: PySource) -> list[Stated]:
                 continue
             out.append(Stated(param.name, value.value, value.loc, Level.DEFAULT, "argparse", owner=name))
     return out
+
+
+def _is_loss(name: str) -> bool:
+    """A loss function a hand-written trainer calls with its defaults (`def grpo_loss(..., beta=0.1)`):
+    those defaults are the objective's coefficients."""
+    short = name.rsplit(".", 1)[-1].lower()
+    return short.endswith("loss") or short.startswith(("loss_", "compute_loss", "compute_policy_loss"))
 
 
 def _name_of(node: cst.BaseExpression) -> str | None:
@@ -288,9 +307,16 @@ def _assignments(src: PySource) -> list[Stated]:
     out = []
     for name, assignments in src.assigns.items():
         for a in assignments:
-            if len(a.targets) != 1 or name.startswith("__") or not _literal_node(a.value):
+            if len(a.targets) != 1 or name.startswith("__"):
+                continue
+            if isinstance(a.value, cst.Dict) and not _literal_node(a.value):
+                if all(isinstance(e, cst.DictElement) and _bound_literal(e.value) for e in a.value.elements):
+                    out += _dict_entries(src, a.value, a.scope)
                 continue
             local = a.scope is not None
+            if not _literal_node(a.value) and not ((name.isupper() or looks_like_setting(name))
+                                                    and _computed(a.value)):
+                continue
             if local and not (name.isupper() or looks_like_setting(name)):
                 continue
             value = src.evaluate(a.value, a.scope)
@@ -316,19 +342,23 @@ def _dict_entries(src: PySource, node: cst.BaseExpression, scope) -> list[Stated
         value = src.evaluate(element.value, scope)
         if key is None or value is None or not isinstance(key.value, str) or not _plain(value.value):
             continue
-        if value.value is None or not _literal_node(element.value):
+        if value.value is None or not _bound_literal(element.value):
             continue
-        out.append(Stated(key.value, value.value, value.loc, Level.CODE, "dict"))
+        out.append(Stated(key.value, value.value, value.loc, max(value.level, Level.DEFAULT), "dict"))
     return out
 
 
-def _calls(src: PySource) -> list[Stated]:
+def _calls(src: PySource, own: set[str]) -> list[Stated]:
     out = []
     for call in src.calls:
         if call.switched_off():
             continue
-        if is_setting_call(call.name):
+        if is_setting_call(call.name) or call.name in TRUNCATING_CALLS:
             out += _call_items(src, call)
+        elif call.name in own and not _in_evaluation(src, call):  # `rollout(..., num_answer_per_question=N)`
+            out += _call_items(src, call, named_only=True)
+        if call.name == "get":
+            out += _config_get(src, call)
         if is_setting_call(call.name) or call.name in ("apply", "update", "override", "replace"):
             for arg in call.node.args:  # `blueprint.apply({"learning_rate": 4e-5, ...})`
                 if isinstance(arg.value, cst.Dict):
@@ -336,16 +366,22 @@ def _calls(src: PySource) -> list[Stated]:
     return out
 
 
-def _call_items(src: PySource, call: CallSite) -> list[Stated]:
+def _call_items(src: PySource, call: CallSite, *, named_only: bool = False) -> list[Stated]:
     out = []
     owner = call.name
+    only = TRUNCATING_CALLS.get(call.name)
     for arg in call.node.args:
-        if arg.keyword is None or not _literal_node(arg.value):
+        if arg.keyword is None or not _bound_literal(arg.value) or (only and arg.keyword.value not in only):
+            continue
+        if named_only and not _names_a_setting(arg.keyword.value, owner):
             continue
         value = src.evaluate(arg.value, call.scope)
         if value is None or value.value is None or not (_plain(value.value) or _flat_dict(value.value)):
             continue
-        out.append(Stated(arg.keyword.value, value.value, value.loc, Level.CODE, "keyword", owner=owner))
+        out.append(Stated(arg.keyword.value, value.value, value.loc, max(value.level, Level.DEFAULT), "keyword",
+                          owner=owner))
+    if named_only:
+        return out
     position = _POSITIONAL.get(call.name)
     if position is not None:
         index, key = position
@@ -355,6 +391,33 @@ def _call_items(src: PySource, call: CallSite) -> list[Stated]:
             if value is not None and _plain(value.value):
                 out.append(Stated(key, value.value, value.loc, Level.CODE, "keyword", owner=owner))
     return out
+
+
+# Names a script gives its config mapping: `cfg.get("rollout_threads", 1)` states a setting and
+# its default where the config file may not.
+_CONFIG_NAMES = {"cfg", "config", "conf", "args", "hparams", "hp", "params", "settings", "opts", "options",
+                 "kwargs", "training_config", "train_config", "trainer_config", "run_config"}
+
+
+def _config_get(src: PySource, call: CallSite) -> list[Stated]:
+    func = call.node.func
+    receiver = func.value if isinstance(func, cst.Attribute) else None
+    while isinstance(receiver, cst.Attribute):  # `self.cfg.get(...)`, `config.training.get(...)`
+        if receiver.attr.value in _CONFIG_NAMES:
+            break
+        receiver = receiver.value
+    name = receiver.attr.value if isinstance(receiver, cst.Attribute) else _name_of(receiver) if receiver else None
+    if name not in _CONFIG_NAMES or len(call.node.args) != 2 or call.node.args[0].keyword is not None:
+        return []
+    key, default = call.node.args[0].value, call.node.args[1].value
+    if not isinstance(key, cst.SimpleString) or not _literal_node(default):
+        return []
+    key_value, value = src.evaluate(key, call.scope), src.evaluate(default, call.scope)
+    if key_value is None or not isinstance(key_value.value, str) or value is None or value.value is None:
+        return []
+    if not _plain(value.value):
+        return []
+    return [Stated(key_value.value, value.value, value.loc, Level.DEFAULT, "field", owner=name)]
 
 
 # --- values -----------------------------------------------------------------------------------------
@@ -380,6 +443,30 @@ def _literal_node(node: cst.BaseExpression) -> bool:
     if isinstance(node, cst.IfExp):  # a literal either way; which one, the evaluator decides from the test
         return _literal_node(node.body) and _literal_node(node.orelse)
     return False
+
+
+def _computed(node: cst.BaseExpression) -> bool:
+    """A setting-named binding computed from others (`NUM_ANSWERS = BATCH_SIZE // NUM_QUESTIONS`,
+    `BATCH_SIZE = config["training"]["batch_size"]`): the evaluator resolves it or gives nothing."""
+    return isinstance(node, cst.BinaryOperation | cst.Subscript | cst.Name | cst.Attribute)
+
+
+def _in_evaluation(src: PySource, call: CallSite) -> bool:
+    """A call inside `evaluate()` / `run_validation()`: its sampling options are the evaluation's."""
+    fn = src.function_of(call.scope) if call.scope is not None else None
+    name = fn.name.rsplit(".", 1)[-1].lower() if fn is not None else ""
+    return any(word in name for word in ("eval", "valid", "test", "benchmark"))
+
+
+def _names_a_setting(keyword: str, owner: str) -> bool:
+    found = meaning(keyword, owner)
+    return found is not None and found.family in ("setting", "optimizer", "sampling", "kl")
+
+
+def _bound_literal(node: cst.BaseExpression) -> bool:
+    """A literal, or a name the evaluator follows to one (`num_samples=group_size` with `group_size = 1`
+    above, `"model_name": model_name` with a keyword default): the item is cited at the literal."""
+    return _literal_node(node) or isinstance(node, cst.Name)
 
 
 def _flat_dict(value: Any) -> bool:

@@ -2,6 +2,7 @@
 every launch has in common, the MinT choices, and the user's task (data, reward, schedule: task.py)
 with what became of every setting (coverage.py). Nothing is rendered or written here."""
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -38,7 +39,8 @@ def analyze_inputs(source_path: Path, config_paths: list[Path], confirmed: list[
     reader = analyzer(framework)
     reader.analyze(project, ev)
     _launch_context(project, ev)
-    _fill_from_harvest(ev, stated, reader.reserved_names)
+    unread = {id(s) for s in stated if reader.own_config and _unread(project, s)}
+    _fill_from_harvest(ev, stated, reader.reserved_names, unread)
     agent = confirm.apply(confirm.parse_all(confirmed or []), project, ev)
     vote = ev.algorithm()
     algorithm = vote.algorithm if vote is not None else "other"
@@ -92,11 +94,13 @@ def analyze_inputs(source_path: Path, config_paths: list[Path], confirmed: list[
 
 
 # Canonical settings the synonym table may fill when a framework reader found nothing: names that
-# mean one thing wherever they are written. Batch sizes are not among them (a DataLoader's batch is
-# per device in one script and global in another), nor reward functions (code, not a value).
-_FILLABLE = ("base_model", "dataset", "learning_rate", "gradient_accumulation_steps", "num_epochs", "max_steps",
-             "max_seq_length", "max_prompt_length", "max_response_length", "num_generations", "kl_coef",
-             "clip_ratio", "temperature", "lora.rank", "lora.alpha", "lora.target_modules")
+# mean one thing wherever they are written. The global batch is not among them (a DataLoader's
+# `batch_size` is per device in one script and global in another; a micro batch is one thing), nor
+# reward functions (code, not a value).
+_FILLABLE = ("base_model", "dataset", "learning_rate", "per_device_batch_size", "gradient_accumulation_steps",
+             "num_epochs", "max_steps", "max_seq_length", "max_prompt_length", "max_response_length",
+             "num_generations", "kl_coef", "clip_ratio", "temperature", "lora.rank", "lora.alpha",
+             "lora.target_modules")
 
 
 _TEXT_SETTINGS = ("base_model", "dataset", "lora.target_modules")
@@ -105,12 +109,12 @@ _TEXT_SETTINGS = ("base_model", "dataset", "lora.target_modules")
 _RL_ONLY = ("num_generations", "kl_coef", "clip_ratio", "temperature")
 
 
-def _fill_from_harvest(ev: Evidence, stated: list[Stated], reserved: tuple[str, ...]) -> None:
+def _fill_from_harvest(ev: Evidence, stated: list[Stated], reserved: tuple[str, ...], unread: set[int]) -> None:
     """A setting the framework reader did not find, stated once under a name that means it: the
     harvest's value, at its line. Two different values for one setting fill nothing (the reader
     would have to know which one the run uses); nor do names the framework uses for something else
     (`reserved`: OpenRLHF's PPO `max_epochs` is updates per batch), unresolved interpolations, or
-    LoRA options when the inputs switch LoRA off."""
+    LoRA options when the inputs switch LoRA off, or config keys nothing reads (`unread`: ids)."""
     vote = ev.algorithm()
     rl = vote is not None and vote.algorithm in ("grpo", "ppo", "reinforce", "distillation")
     leaves = {s.norm.rsplit(".", 1)[-1]: s.value for s in stated}
@@ -122,11 +126,29 @@ def _fill_from_harvest(ev: Evidence, stated: list[Stated], reserved: tuple[str, 
         if ev.best(key) is not None or (lora_off and key.startswith("lora.")) or (key in _RL_ONLY and not rl) \
                 or (key == "kl_coef" and kl_off):
             continue
-        best = ev.harvested(key, lambda s, key=key: not _reserved(s.norm, reserved) and _usable(key, s.value))
+        best = ev.harvested(key, lambda s, key=key: not _reserved(s.norm, reserved) and _usable(key, s.value)
+                            and not s.incidental and id(s) not in unread)
         if best is not None:
             ev.setting(key, best)
             if key == "lora.rank" and "used_lora" not in ev.extras:
                 ev.extra("used_lora", best.with_value(True))  # the stated rate is already a LoRA rate
+
+
+def _unread(project: Project, s: Stated) -> bool:
+    """A YAML key that no Python file of the inputs names (GRPO-Zero's `max_prompt_len`): when the
+    inputs' own code reads the config, nothing reads it."""
+    if s.kind != "config" or not s.loc.path.endswith((".yaml", ".yml")):
+        return False
+    texts = [f.python.text for f in project.pythons()]
+    if not any(_PLAIN_LOAD.search(t) for t in texts) or any(_FIELD_LOAD.search(t) for t in texts):
+        return False  # an argument parser fills dataclass fields the inputs may not name
+    leaf = re.escape(s.norm.rsplit(".", 1)[-1])
+    read = re.compile(rf"['\"]{leaf}['\"]|\.{leaf}\b")  # `config["training"]["lr"]`, `cfg.training.lr`
+    return not any(read.search(t) for t in texts)
+
+
+_PLAIN_LOAD = re.compile(r"\b(yaml\.(safe_|full_)?load|OmegaConf\.load|json\.load)\(")
+_FIELD_LOAD = re.compile(r"\b(HfArgumentParser|TrlParser|parse_yaml_file|from_yaml|structured)\b")
 
 
 def _reserved(norm: str, reserved: tuple[str, ...]) -> bool:

@@ -7,6 +7,8 @@ gradient (group sampling makes it GRPO). Settings come from the optimizer, the d
 loops, the tokenizer and `generate` calls, through the script's constants and argparse defaults.
 """
 
+import re
+
 import libcst as cst
 
 from mint_migrate.analyze.evidence import Evidence, Loc, Value
@@ -62,6 +64,8 @@ def analyze(project: Project, ev: Evidence) -> None:
         _algorithm(src, ev)
         _constructs(src, ev)
     _hf_flags(project, ev)
+    if found_loop:
+        _split_policy_gradient(project, ev)
     if not found_loop:
         raise MintMigrateError(
             f"{project.primary.label}:1: no training loop found (no optimizer, no loss.backward()); pass the script "
@@ -262,6 +266,38 @@ def _algorithm(src: PySource, ev: Evidence) -> None:
         ev.vote("other", None, "the loss does not match SFT, DPO, distillation or policy-gradient shapes", 0)
 
 
+_SAMPLER_CALLS = {"generate", "sample", "sample_async", "SamplingParams", "LLM", "multinomial"}
+_RL = ("grpo", "ppo", "reinforce")
+# A group baseline, however a loop writes it: group names, per-prompt sample counts, or rewards
+# reshaped to (prompts, samples) and normalised along the samples.
+_GROUPED = re.compile(r"group|per_prompt|per_question|per_problem|num_generations|"
+                      r"\.(mean|std)\(\s*(dim\s*=\s*)?-?1\s*,\s*keepdim|\.view\(\s*-1\s*,")
+
+
+def _split_policy_gradient(project: Project, ev: Evidence) -> None:
+    """A policy-gradient loop whose sampler, reward and loss live in several files (`rollout.py`,
+    `loss.py`): no one file shows the whole shape, the inputs together do. Weighs more than a
+    file's own guess (a model's `.loss` in an evaluation helper), less than a named trainer."""
+    if any(v.algorithm in _RL and v.weight >= 3 for v in ev.votes):
+        return
+    sources = [f.python for f in project.pythons()]
+    calls = {c.name for src in sources for c in src.calls}
+    own = {name.rsplit(".", 1)[-1].lower() for src in sources for name in src.functions}
+    text = "\n".join(src.text.lower() for src in sources)
+    sampler = calls & _SAMPLER_CALLS or any(w in name for name in own for w in ("rollout", "sample", "generate"))
+    if not ("backward" in calls and sampler and "reward" in text and "advantage" in text):
+        return
+    where = next((c.loc for src in sources for c in src.calls if c.name in _SAMPLER_CALLS or c.name.lower() in own
+                  and any(w in c.name.lower() for w in ("rollout", "sample", "generate"))), None)
+    group = ev.best("num_generations") or ev.harvested("num_generations")
+    grouped = (group is not None and (as_int(group.value) or 0) > 1) or bool(_GROUPED.search(text))
+    ev.vote("grpo" if grouped else "reinforce", where,
+            "sampled completions, rewards and advantages across the loop's files (policy gradient"
+            + (" with a group baseline)" if grouped else ")"), 3)
+    if "clamp" in calls and "ratio" in text:
+        ev.extra("clipped", Value(True, where))
+
+
 def _policy_gradient_update(src: PySource, calls: set[str], text: str) -> bool:
     """A loop's own policy-gradient step without `model.generate` (its own sampler, in a helper
     module): a backward pass, a reward, and log-probs multiplied by advantages in one file."""
@@ -340,4 +376,5 @@ ANALYZER = Analyzer(
     analyze=analyze,
     imports=("torch", "transformers", "peft"),
     detect_python=detect_python,
+    own_config=True,
 )

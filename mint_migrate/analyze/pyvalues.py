@@ -414,6 +414,10 @@ class PySource:
         fn = self._function_of(node) if node is not None else None
         return fn is not None and any(self.qualify(d) == "hydra.main" for d in fn.decorators)
 
+    def function_of(self, node: cst.FunctionDef) -> FunctionInfo | None:
+        """The function whose body `node` (a call's scope) is, when it is one."""
+        return self._function_of(node)
+
     def _function_of(self, node: cst.FunctionDef) -> FunctionInfo | None:
         for fn in self.functions.values():
             if fn.node is node:

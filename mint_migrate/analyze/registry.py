@@ -42,6 +42,9 @@ class Analyzer:
     # names that look like a canonical setting but mean something else in this framework: the
     # synonym table never fills a setting from them (the analyzer reads them itself)
     reserved_names: tuple[str, ...] = ()
+    # the inputs' own code reads their YAML configs (a hand-written loop's `yaml.safe_load`), so a
+    # key that code never names is never read; a framework's trainer reads keys the inputs do not name
+    own_config: bool = False
     # the user's task: (project, ev, algorithm, kind, settings, task) -> None fills task.data, task.reward
     # and task.schedule (mint_migrate/analyze/task.py holds the shared readers and the Task it fills)
     read_task: Callable[..., None] | None = None

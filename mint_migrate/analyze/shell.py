@@ -302,6 +302,14 @@ class ShellScript:
         name, line = names[0]
         self._set(name, value, Loc(self.label, line))
 
+    def _export(self, name: str) -> None:
+        """What the launcher hands its children, kept as written where only the machine knows it
+        (`${SLURM_JOB_NUM_NODES}`, `$(scontrol show hostnames ...)`)."""
+        value = self.variables[name]
+        if value.value is None:
+            value = Value(self._texts[name].partial, value.loc, value.level)
+        self.exports[name] = value
+
     # -- expansion --
 
     def _lookup(self, name: str) -> str | None:
@@ -390,8 +398,10 @@ class ShellScript:
             out = Text()
             out.add(str(value), part.line)
             return out
+        if part.kind == "cmd":
+            return self._path_command(part, positional)
         if part.kind != "var":
-            return None  # $(command): never run
+            return None
         value = self._param(part, positional)
         if part.op is None:
             return value
@@ -407,6 +417,29 @@ class ShellScript:
         if part.op.lstrip(":") == "+":
             return Text() if unset else None
         return value
+
+    def _path_command(self, part: Part, positional: list[Text] | None) -> Text | None:
+        """`$(basename $MODEL_PATH)` / `$(dirname ...)`: launchers name runs and folders after their
+        model this way, and both are pure string functions of a resolved path. Any other command is
+        never run (its text stays as written)."""
+        head, _, rest = part.text.strip().partition(" ")
+        rest = rest.strip()
+        if head not in ("basename", "dirname") or len(rest.split()) != 1 or any(c in rest for c in "|;&`<>("):
+            return None
+        try:
+            words = Lexer(rest, part.line, self.label).word().parts
+        except MintMigrateError:
+            return None
+        fields = self._expand(words, positional, split=False)
+        if len(fields) != 1 or fields[0].text is None or not fields[0].text:
+            return None
+        path = fields[0].text.rstrip("/") or "/"
+        out = Text()
+        if head == "basename":
+            out.add(path.rsplit("/", 1)[-1], part.line)
+        else:
+            out.add((path.rsplit("/", 1)[0] or "/") if "/" in path else ".", part.line)
+        return out
 
     def _fields(self, word: Word, positional: list[Text] | None) -> list[Text]:
         return self._expand(word.parts, positional, split=True)
@@ -457,7 +490,10 @@ class ShellScript:
                 value = self._expand(_after_equals(word), positional, split=False)
                 self._set(name, value[0] if value else Text(), Loc(self.label, word.line))
                 if head == "export":
-                    self.exports[name] = self.variables[name]
+                    self._export(name)
+            for word in words[1:] if head == "export" else []:
+                if (name := _literal(word)) in self.variables:  # `NNODES=...` then `export NNODES`
+                    self._export(name)
             return
         toks = [self._tok(field, word, literal_key=bool(_assignment(word)))
                 for word in words for field in self._fields(word, positional)]

@@ -199,7 +199,12 @@ _SUFFIXES: dict[str, Meaning] = {
     "rollout.name": Meaning("server", "server"), "rollout.mode": Meaning("server", "server"),
     "kl_ctrl.type": Meaning("kl.kl_type", "kl"), "actor.strategy": Meaning("server", "server"),
     "critic.strategy": Meaning("server", "server"), "model.path": Meaning("base_model", "setting"),
+    "data.path": Meaning("dataset", "setting"), "dataset.path": Meaning("dataset", "setting"),
+    "dataset.name": Meaning("dataset", "setting"),
 }
+# Samples per prompt, however a loop words it: `NUM_ANSWERS_PER_QUESTION`, `responses_per_problem`.
+_PER_PROMPT = re.compile(r"^(num_|n_)?(answers?|responses?|completions?|generations?|samples?|rollouts?|outputs?)"
+                         r"_per_(question|prompt|problem|query|input|instance|example|task)s?$")
 _SERVER_PREFIX = re.compile(r"(^|[._])(ray_init|ray_kwargs|vllm|sglang|fsdp_config|fsdp|megatron|deepspeed|"
                             r"zero_optimization|nccl|cluster|resources|slurm|accelerate|hydra|provisioner)([._]|$)")
 _SERVER_ENV = re.compile(r"^(VLLM_|NCCL_|CUDA_|PYTORCH_|TORCH_|OMP_|MKL_|RAY_|HF_HUB|TOKENIZERS_|NVTE_|"
@@ -237,6 +242,8 @@ def meaning(key: str, owner: str = "") -> Meaning | None:
         found = _NAMES.get(low.replace("__", "_"))
         if found is None:
             found = _constant_meaning(low)
+    if found is None and _PER_PROMPT.match(low):
+        found = Meaning("num_generations", "setting")
     if found is not None and found.concept == "lora.rank" and low in ("r", "rank") and "lora" not in (
             prefix + owner.lower()):
         return None  # a bare `r`/`rank` is a LoRA rank only inside a LoRA config

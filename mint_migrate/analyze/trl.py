@@ -129,6 +129,7 @@ def analyze(project: Project, ev: Evidence) -> None:
 
 
 def _vote_algorithm(project: Project, ev: Evidence) -> None:
+    bases = {name: info.bases for f in project.pythons() for name, info in f.python.classes.items()}
     for f in project.pythons():
         src = f.python
         for call in src.calls:
@@ -138,9 +139,12 @@ def _vote_algorithm(project: Project, ev: Evidence) -> None:
             elif call.name in CONFIGS:
                 ev.vote(CONFIGS[call.name], call.loc, f"{call.name}(...)", 2)
                 ev.set_variant(_VARIANTS.get(call.name), call.loc, override=False)
-            elif call.name in src.classes:
-                base = src.class_base(call.name, set(CONFIGS))
-                if base:
+            elif call.name in bases:  # the project's own `class MathGRPOTrainer(GRPOTrainer)`, in any file
+                base = _trl_base(call.name, bases)
+                if base in TRAINERS:
+                    ev.vote(TRAINERS[base], call.loc, f"{call.name}(...) (a {base})", 3)
+                    ev.set_variant(_VARIANTS.get(base), call.loc, override=False)
+                elif base in CONFIGS:
                     ev.vote(CONFIGS[base], call.loc, f"{call.name}(...) (a {base})", 2)
         for name, loc in src.parsed_dataclasses():
             base = src.class_base(name, set(CONFIGS))
@@ -169,6 +173,20 @@ def _vote_algorithm(project: Project, ev: Evidence) -> None:
             ev.vote("sft", first, "SFT keys (max_seq_length / packing)", 1)
     if not ev.votes:
         ev.vote("sft", None, "no trainer, config class, preference or RL keys found", 0)
+
+
+def _trl_base(name: str, bases: dict[str, list[str]]) -> str | None:
+    """The TRL trainer or config class a project class derives from, through the project's files."""
+    seen: set[str] = set()
+    todo = [name]
+    while todo:
+        current = todo.pop(0).rsplit(".", 1)[-1]
+        if current in TRAINERS or current in CONFIGS:
+            return current
+        if current not in seen and current in bases:
+            seen.add(current)
+            todo.extend(bases[current])
+    return None
 
 
 # --- python ------------------------------------------------------------------------------------------
