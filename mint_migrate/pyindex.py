@@ -241,6 +241,15 @@ class PyIndex:
                     return line
         return None
 
+    def import_component_line(self, *names: str) -> int | None:
+        """The line of an import of a package that wraps one of `names` under its own namespace
+        (`optimum.habana.trl`, `easyr1.verl`), if any."""
+        for module, line in self.imported:
+            parts = module.split(".")[1:]
+            if any(name in parts for name in names):
+                return line
+        return None
+
     def top_functions(self) -> dict[str, cst.FunctionDef]:
         return {name: info.node for name, info in self.functions.items() if "@" not in name}
 

@@ -405,3 +405,123 @@ def test_a_loop_split_across_files_is_told_by_its_sampler_rewards_and_advantages
     for name in ("config.yaml", "rollout.py"):
         (tmp_path / name).write_text((fixture / name).read_text())
     assert analyze(tmp_path / "train.py", [tmp_path / "config.yaml", tmp_path / "rollout.py"]).algorithm == "grpo"
+
+
+def test_a_wrapper_package_of_trl_and_experimental_trainers_are_read_by_class_name(tmp_path):
+    plan = plan_of(tmp_path, "sft_train.py", """
+        from datasets import load_dataset
+        from optimum.habana.trl import GaudiSFTConfig, GaudiSFTTrainer
+
+        dataset = load_dataset("acme/chat-sft", split="train")
+        args = GaudiSFTConfig(output_dir="out", max_seq_length=512, learning_rate=2e-5, use_habana=True)
+        GaudiSFTTrainer(model="Qwen/Qwen2.5-0.5B", args=args, train_dataset=dataset).train()
+        """)
+    assert (plan.framework, plan.algorithm) == ("trl", "sft")
+    assert plan.settings.max_seq_length.value == 512 and plan.settings.dataset.value == "acme/chat-sft"
+    plan = plan_of(tmp_path, "distill.py", """
+        from trl.experimental.distillation import DistillationConfig, DistillationTrainer
+
+        args = DistillationConfig(output_dir="out", learning_rate=1e-5)
+        DistillationTrainer(model="Qwen/Qwen3-0.6B", teacher_model="Qwen/Qwen3-8B", args=args).train()
+        """)
+    assert plan.algorithm == "distillation"
+
+
+def test_reward_functions_from_a_factory_or_through_a_helpers_parameter(tmp_path):
+    """`reward_funcs = get_reward_funcs(args)` names nothing in the code; a helper's `reward_funcs`
+    parameter is what its one caller passes."""
+    plan = plan_of(tmp_path, "main.py", """
+        from rewards import check_answer, match_format
+        from training import train_model
+
+        train_model("Qwen/Qwen2.5-0.5B", reward_funcs=[match_format, check_answer])
+        """, ("training.py", """
+        from trl import GRPOConfig, GRPOTrainer
+
+        def train_model(model, reward_funcs):
+            args = GRPOConfig(output_dir="out", num_generations=4)
+            GRPOTrainer(model=model, reward_funcs=reward_funcs, args=args).train()
+        """), ("rewards.py", """
+        def match_format(completions, **kwargs):
+            return [0.0 for _ in completions]
+
+        def check_answer(completions, **kwargs):
+            return [0.0 for _ in completions]
+        """))
+    assert plan.settings.reward_functions.value == ["match_format", "check_answer"]
+    assert plan.settings.reward_functions.source == "main.py:4"
+    plan = plan_of(tmp_path, "grpo.py", """
+        from trl import GRPOConfig, GRPOTrainer, TrlParser
+        from my_rewards import get_reward_funcs
+
+        def main(script_args, training_args):
+            reward_funcs = get_reward_funcs(script_args)
+            GRPOTrainer(model="Qwen/Qwen2.5-0.5B", reward_funcs=reward_funcs, args=training_args).train()
+        """)
+    assert plan.settings.reward_functions is None  # not the factory's name
+
+
+def test_an_unused_dataclass_an_eval_namespace_and_num_episodes_fill_nothing_wrong(tmp_path):
+    plan = plan_of(tmp_path, "sft.py", """
+        from dataclasses import dataclass
+        from trl import SFTConfig, SFTTrainer
+
+        @dataclass
+        class ScriptArguments:
+            num_train_epochs: int = 1
+            model_name: str = "Qwen/Qwen2.5-0.5B"
+
+        # parser = HfArgumentParser(ScriptArguments)
+        args = SFTConfig(output_dir="out", max_steps=200)
+        SFTTrainer(model="Qwen/Qwen2.5-0.5B", args=args, train_dataset=None).train()
+        """)
+    assert plan.settings.num_epochs is None and not any(i.key == "num_train_epochs" for i in plan.ledger)
+    plan = plan_of(tmp_path, "run.sh", """
+        python3 -m openrlhf.cli.train_ppo_ray \\
+           --pretrain Qwen/Qwen2.5-0.5B \\
+           --advantage_estimator reinforce_baseline \\
+           --n_samples_per_prompt 8 \\
+           --train.num_episodes 3 \\
+           --eval.temperature 0.6
+        """)
+    assert plan.settings.num_epochs.value == 3 and plan.settings.temperature is None
+    (item,) = [i for i in plan.ledger if i.key == "eval.temperature"]
+    assert item.disposition == "not_carried"
+
+
+def test_lora_rank_in_get_peft_model_and_fstrings_of_bound_names(tmp_path):
+    plan = plan_of(tmp_path, "train.py", """
+        import torch
+        from transformers import AutoModelForCausalLM, TrainingArguments, Trainer
+        from peft import get_peft_model
+
+        model_id = "Qwen/Qwen2.5-0.5B"
+        model = AutoModelForCausalLM.from_pretrained(model_id)
+        model = get_peft_model(model, r=8, lora_alpha=16, lora_dropout=0.0)
+        args = TrainingArguments(output_dir=f"{model_id}-sft", learning_rate=1e-4)
+        Trainer(model=model, args=args).train()
+        """)
+    assert (plan.settings.lora.value.rank, plan.settings.lora.value.alpha) == (8, 16)
+    (item,) = [i for i in plan.ledger if i.key == "output_dir"]
+    assert item.value == "Qwen/Qwen2.5-0.5B-sft" and item.source == "train.py:8"
+
+
+def test_a_tinker_builders_data_file_is_the_dataset_unless_its_branch_is_off(tmp_path):
+    plan = plan_of(tmp_path, "train.py", """
+        import chz
+        from tinker_cookbook.supervised import train
+        from tinker_cookbook.supervised.data import FromConversationFileBuilder
+
+        @chz.chz
+        class CLIConfig:
+            model_name: str = "Qwen/Qwen3-8B"
+            file_path: str = "/data/conversations.jsonl"
+
+        def main(cli_config: CLIConfig):
+            builder = FromConversationFileBuilder(file_path=cli_config.file_path)
+            if 0:
+                builder = FromConversationFileBuilder(file_path="/path/to/your/dataset.jsonl")
+            train.main(train.Config(model_name=cli_config.model_name, dataset_builder=builder))
+        """)
+    assert plan.settings.dataset.value == "/data/conversations.jsonl"
+    assert plan.settings.dataset.source == "train.py:8"

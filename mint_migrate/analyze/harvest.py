@@ -12,6 +12,7 @@ precedence as the analyzers (evidence.Level): code, then command line, then conf
 example, then a default written in the script.
 """
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,7 +24,7 @@ from mint_migrate.analyze.pycommon import OPTIMIZERS
 from mint_migrate.analyze.pyvalues import CallSite, PySource
 from mint_migrate.analyze.scalars import parse_scalar
 from mint_migrate.analyze.synonyms import looks_like_setting, meaning
-from mint_migrate.pyindex import field_default
+from mint_migrate.pyindex import field_default, iter_nodes
 from mint_migrate.pyparse import parse_ast
 
 Kind = str  # flag | override | config | keyword | argparse | field | constant | local | dict | env | launcher
@@ -91,7 +92,8 @@ def harvest(project: Project) -> list[Stated]:
         if f.yaml is not None:
             found += _yaml(f)
         if f.python is not None:
-            found += _python(f, own)
+            others = "\n".join(g.python.text for g in project.pythons() if g is not f)
+            found += _python(f, own, others)
     for command, _script in project.launches:
         if not auxiliary(command):
             found += _command(command)
@@ -190,8 +192,9 @@ def _yaml(f: InputFile) -> list[Stated]:
 # --- Python -----------------------------------------------------------------------------------------
 
 
-def _python(f: InputFile, own: set[str]) -> list[Stated]:
-    """`own`: the functions the inputs define (a loop's `rollout`, `generate_completions`)."""
+def _python(f: InputFile, own: set[str], others: str) -> list[Stated]:
+    """`own`: the functions the inputs define (a loop's `rollout`, `generate_completions`); `others`:
+    the text of the other Python files."""
     src = f.python
     out: list[Stated] = []
     example = f.example if f.launched_by is None else None
@@ -199,7 +202,7 @@ def _python(f: InputFile, own: set[str]) -> list[Stated]:
         out += _command(example)
     out += _hydra(src)
     out += _argparse(src)
-    out += _fields(src)
+    out += _fields(src, others)
     out += _assignments(src)
     out += _calls(src, own)
     out += _entry_defaults(src)
@@ -261,6 +264,15 @@ def _name_of(node: cst.BaseExpression) -> str | None:
     return node.value if isinstance(node, cst.Name) else None
 
 
+def _names_used(src: PySource) -> dict[str, int]:
+    """How often each name occurs in the code (a class's own definition counts once)."""
+    counts: dict[str, int] = {}
+    for node in iter_nodes(src.module):
+        if isinstance(node, cst.Name):
+            counts[node.value] = counts.get(node.value, 0) + 1
+    return counts
+
+
 def _hydra(src: PySource) -> list[Stated]:
     """The config a `@hydra.main` function receives, composed from its defaults list and overrides."""
     if src.hydra is None:
@@ -286,10 +298,13 @@ def _argparse(src: PySource) -> list[Stated]:
     return out
 
 
-def _fields(src: PySource) -> list[Stated]:
+def _fields(src: PySource, others: str) -> list[Stated]:
+    """Defaults of the config classes the run uses; a dataclass nothing builds or parses (its parser
+    commented out, `others`: the text of the inputs' other Python files) states nothing."""
+    used = _names_used(src)
     out = []
     for info in src.classes.values():
-        if not info.is_config:
+        if not info.is_config or not (used.get(info.name, 0) > 1 or re.search(rf"\b{info.name}\b", others)):
             continue
         for name, fdef in info.fields.items():
             default = field_default(fdef.default)
@@ -465,7 +480,10 @@ def _names_a_setting(keyword: str, owner: str) -> bool:
 
 def _bound_literal(node: cst.BaseExpression) -> bool:
     """A literal, or a name the evaluator follows to one (`num_samples=group_size` with `group_size = 1`
-    above, `"model_name": model_name` with a keyword default): the item is cited at the literal."""
+    above, `"model_name": model_name` with a keyword default): the item is cited at the literal; or an
+    f-string of such names (`f"{model_id}-SFT"`), cited at its own line."""
+    if isinstance(node, cst.FormattedString):
+        return all(isinstance(p, cst.FormattedStringText) or isinstance(p.expression, cst.Name) for p in node.parts)
     return _literal_node(node) or isinstance(node, cst.Name)
 
 

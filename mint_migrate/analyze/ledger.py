@@ -73,7 +73,8 @@ def build(plan: MigrationPlan, stated: list[Stated], ev: Evidence, optimizer: Op
     for key, value in canonical.items():  # read by an analyzer, but not a named literal the harvest saw
         if value is not None and key not in linked and _shown(value):
             written = _written_key(texts, value.loc, key)
-            items.append(_canonical_item(plan, written, key, coerce(value.value), str(value.loc), uses, confirmed))
+            items.append(_canonical_item(plan, written, key, _as_written(texts, value, key), str(value.loc), uses,
+                                         confirmed))
     items += _framework_defaults(optimizer)
     return items
 
@@ -89,6 +90,18 @@ def _written_key(texts: dict[str, str], loc: Loc, setting: str) -> str:
         if _word_in(name, line):
             return name
     return setting
+
+
+def _as_written(texts: dict[str, str], value: Value, setting: str):
+    """The value as its line writes it: one reward function passed by name, not in a list
+    (`reward_function=reward_function`), is that name."""
+    shown = coerce(value.value)
+    if setting == "reward_functions" and isinstance(shown, list) and len(shown) == 1:
+        lines = texts.get(value.loc.path, "").splitlines()
+        line = lines[value.loc.line - 1] if 0 < value.loc.line <= len(lines) else ""
+        if "[" not in line and "(" not in line.split("=", 1)[-1]:
+            return shown[0]
+    return shown
 
 
 def _shown(value: Value) -> bool:

@@ -143,6 +143,9 @@ def analyze(project: Project, ev: Evidence) -> None:
         if setting == "lora.rank" and value is not None and as_number(value.value) == 0:
             continue
         ev.setting(setting, value)
+    episodes = flags.get("num_episodes") or flags.get("train.num_episodes")
+    if rl and episodes is not None and episodes.value is not None:
+        ev.setting("num_epochs", episodes.value)  # the PPO family's passes over the prompts
     rank = flags.get("lora_rank") or flags.get("ds.lora.rank")
     if rank is not None and rank.value is not None and (as_number(rank.value.value) or 0) > 0:
         ev.extra("used_lora", rank.value)

@@ -182,6 +182,25 @@ def function_names(node: cst.BaseExpression | None, src: PySource, scope) -> lis
     return None
 
 
+def passed_in(project, src: PySource, scope, node: cst.BaseExpression):
+    """For a parameter without a default (`reward_funcs` in `def train_model(model, reward_funcs)`),
+    the argument its one caller in the inputs passes: (node, caller's source, caller's scope)."""
+    if not isinstance(node, cst.Name) or scope is None:
+        return None
+    found = src.definition(node.value, scope, src.line(node))
+    fn = src.function_of(found[2]) if found and found[0] == "param" and found[1].default is None else None
+    if fn is None:
+        return None
+    short = fn.name.rsplit(".", 1)[-1]
+    position = list(fn.params).index(node.value) - (1 if next(iter(fn.params), "") in ("self", "cls") else 0)
+    sites = [(c, f.python) for f in project.pythons() for c in f.python.calls if c.name == short]
+    if len(sites) != 1:
+        return None  # several callers may pass different things
+    caller, caller_src = sites[0]
+    argument = caller.kwarg_node(node.value) or caller.arg_node(position)
+    return None if argument is None else (argument, caller_src, caller.scope)
+
+
 TEACHER_FLAG = "--teacher-path (a sampler checkpoint of the teacher on MinT)"
 
 

@@ -164,6 +164,11 @@ class PySource:
         line = self.index.import_line(*prefixes)
         return None if line is None else self.at(line)
 
+    def imports_wrapper_of(self, *names: str) -> Loc | None:
+        """Where the file imports a package that wraps a framework under its own namespace."""
+        line = self.index.import_component_line(*names)
+        return None if line is None else self.at(line)
+
     def calls_named(self, *names: str) -> list[CallSite]:
         wanted = set(names)
         return [c for c in self.calls if c.name in wanted]
@@ -223,9 +228,7 @@ class PySource:
             value = literal_value(node)
             return Value(value, loc, Level.CODE) if isinstance(value, str) else None
         if isinstance(node, cst.FormattedString):
-            if all(isinstance(p, cst.FormattedStringText) for p in node.parts):
-                return Value("".join(p.value for p in node.parts), loc, Level.CODE)
-            return None
+            return self._fstring(node, scope, depth, loc)
         if isinstance(node, cst.Name):
             if node.value in {"True", "False", "None"}:
                 return Value({"True": True, "False": False, "None": None}[node.value], loc, Level.CODE)
@@ -369,6 +372,22 @@ class PySource:
             if value is not None and isinstance(value.value, bool | int | float | str | type(None)) and bool(value.value) != holds:
                 return True
         return False
+
+    def _fstring(self, node: cst.FormattedString, scope: Scope, depth: int, loc: Loc) -> Value | None:
+        """`f"{model_id}-codeforces-SFT"` with `model_id` bound to a literal: the text it makes, at its
+        own line. A format spec or conversion (`{lr:.0e}`, `{x!r}`) is not evaluated."""
+        text = []
+        for part in node.parts:
+            if isinstance(part, cst.FormattedStringText):
+                text.append(part.value)
+                continue
+            if part.format_spec is not None or part.conversion is not None:
+                return None
+            inner = self.evaluate(part.expression, scope, depth + 1)
+            if inner is None or isinstance(inner.value, bool) or not isinstance(inner.value, str | int | float):
+                return None
+            text.append(str(inner.value))
+        return Value("".join(text), loc, Level.CODE)
 
     def _name_value(self, name: str, scope: Scope, use_line: int, depth: int) -> Value | None:
         found = self.definition(name, scope, use_line)

@@ -57,7 +57,9 @@ class Analyzer:
         """Where a Python file shows this framework (an import, a training loop), if it does."""
         if self.detect_python is not None:
             return self.detect_python(src)
-        return src.imports_module(*self.imports) if self.imports else None
+        if not self.imports:
+            return None
+        return src.imports_module(*self.imports) or src.imports_wrapper_of(*self.imports)
 
 
 @cache

@@ -194,6 +194,8 @@ _GENERIC = {"n", "r", "rank", "alpha", "template", "mode", "device", "dtype", "i
 # (verl's `actor_rollout_ref` is the policy's: whole parts are compared, not substrings).
 _OTHER_MODELS = {"critic", "ref", "reference", "reward_model", "rm", "teacher", "value", "judge", "value_model",
                  "ref_model"}
+# Dotted parts that put a setting under the evaluation (`--eval.temperature 1.0`).
+_EVAL_PARTS = {"eval", "evaluation", "val", "validation", "test", "val_kwargs", "eval_kwargs"}
 # Dotted endings whose meaning the last part alone does not tell.
 _SUFFIXES: dict[str, Meaning] = {
     "rollout.name": Meaning("server", "server"), "rollout.mode": Meaning("server", "server"),
@@ -244,11 +246,13 @@ def meaning(key: str, owner: str = "") -> Meaning | None:
             found = _constant_meaning(low)
     if found is None and _PER_PROMPT.match(low):
         found = Meaning("num_generations", "setting")
-    if found is not None and found.concept == "lora.rank" and low in ("r", "rank") and "lora" not in (
-            prefix + owner.lower()):
-        return None  # a bare `r`/`rank` is a LoRA rank only inside a LoRA config
-    if found is not None and found.concept == "lora.alpha" and low == "alpha" and "lora" not in (prefix + owner.lower()):
+    lora_call = any(word in (prefix + owner.lower()) for word in ("lora", "peft"))
+    if found is not None and found.concept == "lora.rank" and low in ("r", "rank") and not lora_call:
+        return None  # a bare `r`/`rank` is a LoRA rank only inside a LoRA config or a get_peft_model call
+    if found is not None and found.concept == "lora.alpha" and low == "alpha" and not lora_call:
         return None
+    if found is not None and found.family in ("setting", "sampling") and _EVAL_PARTS & set(prefix.strip(".").split(".")):
+        return Meaning("eval", "eval")  # `eval.temperature`, `val_kwargs.n`: the evaluation's, not the run's
     if found is not None and found.concept in ("optimizer.eps",) and low == "eps" and owner and owner not in (
             "AdamW", "Adam", "AdamParams", "FusedAdam", "AdamW8bit", "PagedAdamW") and "optim" not in prefix:
         return None  # `eps` of a loss or a norm layer, not Adam's

@@ -19,6 +19,8 @@ from mint_migrate.pyindex import dotted_name, iter_nodes
 LOSSES: dict[str, Algorithm] = {"cross_entropy": "sft", "importance_sampling": "grpo", "ppo": "grpo", "cispo": "grpo",
                                 "dro": "grpo", "gspo": "grpo", "stable_reinforce": "grpo"}
 ONLY_038_LOSSES = {"gspo", "stable_reinforce", "custom"}
+# Keywords by which a dataset builder receives the file it reads.
+_DATA_FILE_KEYWORDS = ("file_path", "data_path", "dataset_path", "data_file", "train_file", "path")
 # chz / dataclass config fields (cookbook naming) -> Settings keys
 FIELDS = {
     "model_name": "base_model", "base_model": "base_model", "model": "base_model",
@@ -199,6 +201,12 @@ def _calls(src: PySource, ev: Evidence) -> None:
                     ev.setting(setting, value)
                 elif key == "loss_fn":
                     ev.extra("loss_fn", value)
+        if call.name.endswith("Builder") and not call.switched_off():  # `FromConversationFileBuilder(file_path=...)`
+            for key in _DATA_FILE_KEYWORDS:
+                value = call.kwarg(key)
+                if value is not None and isinstance(value.value, str):
+                    ev.setting("dataset", value)
+                    break
     loss = ev.extras.get("loss_fn")
     if loss is not None and isinstance(loss.value, str) and loss.value in LOSSES:
         ev.vote(LOSSES[loss.value], loss.loc, f"loss_fn='{loss.value}'", 2)

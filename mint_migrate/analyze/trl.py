@@ -21,6 +21,7 @@ from mint_migrate.analyze.pycommon import (
     infra_imports,
     lora_from_peft,
     model_id,
+    passed_in,
     server_side,
     teacher_warning,
 )
@@ -43,11 +44,13 @@ TRAINERS: dict[str, Algorithm] = {
     "RLOOTrainer": "reinforce", "KTOTrainer": "kto", "ORPOTrainer": "orpo", "CPOTrainer": "dpo",
     "BCOTrainer": "kto", "RewardTrainer": "reward_model", "PRMTrainer": "reward_model",
     "GKDTrainer": "distillation", "OnlineDPOTrainer": "dpo", "NashMDTrainer": "other", "XPOTrainer": "other",
+    "DistillationTrainer": "distillation", "GOLDTrainer": "distillation", "MiniLLMTrainer": "distillation",
 }
 CONFIGS: dict[str, Algorithm] = {
     "SFTConfig": "sft", "DPOConfig": "dpo", "GRPOConfig": "grpo", "PPOConfig": "ppo", "RLOOConfig": "reinforce",
     "KTOConfig": "kto", "ORPOConfig": "orpo", "CPOConfig": "dpo", "BCOConfig": "kto", "RewardConfig": "reward_model",
     "PRMConfig": "reward_model", "GKDConfig": "distillation", "OnlineDPOConfig": "dpo",
+    "DistillationConfig": "distillation", "GOLDConfig": "distillation", "MiniLLMConfig": "distillation",
 }
 _VARIANTS = {"CPOTrainer": "cpo", "CPOConfig": "cpo", "BCOTrainer": "bco", "BCOConfig": "bco",
              "OnlineDPOTrainer": "online_dpo", "OnlineDPOConfig": "online_dpo", "RLOOTrainer": "rloo",
@@ -102,7 +105,7 @@ def analyze(project: Project, ev: Evidence) -> None:
     fields: list[tuple[str, Value]] = []
 
     for f in project.pythons():
-        _python(f, ev, fields)
+        _python(project, f, ev, fields)
     for command, script in project.launches:
         if command.program == "trl":
             fields += _flag_fields(command_flags(command))
@@ -133,12 +136,12 @@ def _vote_algorithm(project: Project, ev: Evidence) -> None:
     for f in project.pythons():
         src = f.python
         for call in src.calls:
-            if call.name in TRAINERS:
-                ev.vote(TRAINERS[call.name], call.loc, f"{call.name}(...)", 3)
-                ev.set_variant(_VARIANTS.get(call.name), call.loc, override=False)
-            elif call.name in CONFIGS:
-                ev.vote(CONFIGS[call.name], call.loc, f"{call.name}(...)", 2)
-                ev.set_variant(_VARIANTS.get(call.name), call.loc, override=False)
+            if (trainer := trl_class(call.name, TRAINERS)) is not None:
+                ev.vote(TRAINERS[trainer], call.loc, f"{call.name}(...)", 3)
+                ev.set_variant(_VARIANTS.get(trainer), call.loc, override=False)
+            elif (config := trl_class(call.name, CONFIGS)) is not None:
+                ev.vote(CONFIGS[config], call.loc, f"{call.name}(...)", 2)
+                ev.set_variant(_VARIANTS.get(config), call.loc, override=False)
             elif call.name in bases:  # the project's own `class MathGRPOTrainer(GRPOTrainer)`, in any file
                 base = _trl_base(call.name, bases)
                 if base in TRAINERS:
@@ -175,6 +178,15 @@ def _vote_algorithm(project: Project, ev: Evidence) -> None:
         ev.vote("sft", None, "no trainer, config class, preference or RL keys found", 0)
 
 
+def trl_class(name: str, known: dict[str, Algorithm]) -> str | None:
+    """The TRL class `name` is, also when a wrapper package prefixes it (`GaudiSFTTrainer`,
+    `UnslothGRPOTrainer`): the longest known name it ends with, after a capitalised prefix."""
+    if name in known:
+        return name
+    ends = [k for k in known if name.endswith(k) and name[: -len(k)][:1].isupper()]
+    return max(ends, key=len) if ends else None
+
+
 def _trl_base(name: str, bases: dict[str, list[str]]) -> str | None:
     """The TRL trainer or config class a project class derives from, through the project's files."""
     seen: set[str] = set()
@@ -196,7 +208,7 @@ def _parses_trl(src: PySource) -> bool:
     return any(src.class_base(name, TRL_CLASSES) for name, _ in src.parsed_dataclasses())
 
 
-def _python(f: InputFile, ev: Evidence, fields: list[tuple[str, Value]]) -> None:
+def _python(project: Project, f: InputFile, ev: Evidence, fields: list[tuple[str, Value]]) -> None:
     src = f.python
     infra_imports(src, ev)
     if _parses_trl(src):
@@ -206,15 +218,15 @@ def _python(f: InputFile, ev: Evidence, fields: list[tuple[str, Value]]) -> None
         ev.construct(f"TrlParser/HfArgumentParser(({parsed}))", loc,
                      "argparse flags of the MinT train.py (--base-model, --learning-rate, ...)")
     for call in src.calls:
-        base = call.name if call.name in TRL_CLASSES else (
+        base = call.name if call.name in TRL_CLASSES else trl_class(call.name, CONFIGS) or (
             src.class_base(call.name, TRL_CLASSES) if call.name in src.classes else None)
         if base:
             for key, value in call.kwargs().items():
                 fields.append((key, value))
             if base in CONFIGS:
                 ev.construct(f"{call.name}(...)", call.loc, _config_target(CONFIGS[base]))
-        elif call.name in TRAINERS:
-            _trainer(call, src, ev, fields)
+        elif (trainer := trl_class(call.name, TRAINERS)) is not None:
+            _trainer(project, call, trainer, src, ev, fields)
         elif call.name == "LoraConfig":
             lora_from_peft(call, ev)
         elif call.name == "get_peft_config":
@@ -226,8 +238,9 @@ def _python(f: InputFile, ev: Evidence, fields: list[tuple[str, Value]]) -> None
         ev.construct(f"{loads[0].name}(...)", loads[0].loc, "JSONL rows passed with --data", None)
 
 
-def _trainer(call: CallSite, src: PySource, ev: Evidence, fields: list[tuple[str, Value]]) -> None:
-    ev.construct(f"{call.name}(...)", call.loc, _trainer_target(TRAINERS[call.name]))
+def _trainer(project: Project, call: CallSite, trainer: str, src: PySource, ev: Evidence,
+             fields: list[tuple[str, Value]]) -> None:
+    ev.construct(f"{call.name}(...)", call.loc, _trainer_target(TRAINERS[trainer]))
     model = call.kwarg_node("model") or call.arg_node(0)
     if model is not None:
         value = src.evaluate(model, call.scope)
@@ -243,10 +256,16 @@ def _trainer(call: CallSite, src: PySource, ev: Evidence, fields: list[tuple[str
             continue
         ev.extra(f"trl.{key}", Value(True, src.loc(node)))
     rewards = call.kwarg_node("reward_funcs")
-    if isinstance(rewards, cst.Call) or (isinstance(rewards, cst.Name) and rewards.value == "None"):
+    if isinstance(rewards, cst.Call) or (isinstance(rewards, cst.Name) and rewards.value == "None") \
+            or _built_by_call(rewards, src, call.scope):
         rewards = None  # built by a factory (from the recipe's reward_funcs list), or none at all
+    passed = passed_in(project, src, call.scope, rewards) if rewards is not None else None
+    if passed is not None:  # `def train_model(..., reward_funcs)`: the list is written at its caller
+        rewards, src, scope = passed
+    else:
+        scope = call.scope
     if rewards is not None:
-        names = function_names(rewards, src, call.scope)
+        names = function_names(rewards, src, scope)
         if names:
             ev.setting("reward_functions", Value(names, src.loc(rewards), Level.CODE))
             for name in names:
@@ -270,6 +289,15 @@ def _trainer(call: CallSite, src: PySource, ev: Evidence, fields: list[tuple[str
             base = src.class_base(config.name, set(CONFIGS))
             if base:
                 ev.vote(CONFIGS[base], config.loc, f"{config.name} (a {base})", 2)
+
+
+def _built_by_call(node: cst.BaseExpression | None, src: PySource, scope) -> bool:
+    """`reward_funcs = get_reward_funcs(script_args)` before `GRPOTrainer(reward_funcs=reward_funcs)`:
+    the names are in the config the factory reads, not in the code."""
+    if not isinstance(node, cst.Name):
+        return False
+    found = src.definition(node.value, scope, src.line(node))
+    return bool(found) and found[0] == "assign" and isinstance(found[1].value, cst.Call)
 
 
 def _flag_fields(flags: dict[str, Value]) -> list[tuple[str, Value]]:
