@@ -525,3 +525,50 @@ def test_a_tinker_builders_data_file_is_the_dataset_unless_its_branch_is_off(tmp
         """)
     assert plan.settings.dataset.value == "/data/conversations.jsonl"
     assert plan.settings.dataset.source == "train.py:8"
+
+
+def test_a_hydra_dpo_app_whose_trainer_module_reads_the_overridden_config(tmp_path):
+    """The original-DPO layout: launcher overrides, `@hydra.main` in train.py, the loop in trainers.py."""
+    (tmp_path / "config" / "loss").mkdir(parents=True)
+    (tmp_path / "config" / "config.yaml").write_text(
+        "defaults:\n  - _self_\n  - loss: dpo\nseed: 0\nbatch_size: 8\nlr: 5e-7\nn_epochs: 1\n")
+    (tmp_path / "config" / "loss" / "dpo.yaml").write_text("name: dpo\nbeta: ???\nlabel_smoothing: 0\n")
+    (tmp_path / "trainers.py").write_text(textwrap.dedent("""
+        import torch
+        import torch.nn.functional as F
+
+        class BasicTrainer:
+            def __init__(self, policy, config):
+                self.policy, self.config = policy, config
+
+            def loss(self, chosen, rejected):
+                return -F.logsigmoid(self.config.loss.beta * (chosen - rejected)).mean()
+
+            def train(self):
+                optimizer = torch.optim.RMSprop(self.policy.parameters(), lr=self.config.lr)
+                for epoch in range(self.config.n_epochs):
+                    loss = self.loss(torch.zeros(1), torch.zeros(1))
+                    loss.backward()
+                    optimizer.step()
+        """).lstrip())
+    (tmp_path / "train.py").write_text(textwrap.dedent("""
+        import hydra
+        import transformers
+        import trainers
+
+        @hydra.main(version_base=None, config_path="config", config_name="config")
+        def main(config):
+            policy = transformers.AutoModelForCausalLM.from_pretrained("Qwen/Qwen2.5-0.5B")
+            trainers.BasicTrainer(policy, config).train()
+        """).lstrip())
+    (tmp_path / "run.sh").write_text("VLLM_USE_V1=1 python -u train.py loss=dpo loss.beta=0.1 n_epochs=6\n"
+                                     "python -u train.py loss=dpo loss.beta=0.5 n_epochs=2\n")
+    companions = [tmp_path / n for n in ("train.py", "trainers.py", "config/config.yaml", "config/loss/dpo.yaml")]
+    plan = analyze(tmp_path / "run.sh", companions)
+    assert plan.algorithm == "dpo"
+    assert (plan.settings.num_epochs.value, plan.settings.num_epochs.source) == (6, "run.sh:1")  # not the YAML's 1
+    assert (plan.settings.beta.value, plan.settings.beta.source) == (0.1, "run.sh:1")
+    ledger = {i.key: i for i in plan.ledger}
+    assert "beta" not in ledger and ledger["loss.beta"].value == 0.1  # `???` is no value; the group's package
+    assert ledger["VLLM_USE_V1"].value == 1  # an environment prefix is read as JSON, like an export
+    assert ledger["n_epochs"].value == 6  # the first run is the one migrated, not the later one

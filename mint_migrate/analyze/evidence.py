@@ -89,8 +89,12 @@ class Evidence:
         they state exactly one (among the statements `keep` accepts)."""
         if self.meaning_of is None:
             return None
-        found = [s for s in self.stated if (m := self.meaning_of(s.key, s.owner)) is not None
-                 and m.family == "setting" and m.concept == concept and keep(s)]
+        return self.harvested_where(lambda s: (m := self.meaning_of(s.key, s.owner)) is not None
+                                    and m.family == "setting" and m.concept == concept and keep(s))
+
+    def harvested_where(self, keep: Callable[[Any], bool]) -> Value | None:
+        """The value of the statements `keep` accepts, when they state exactly one."""
+        found = [s for s in self.stated if keep(s)]
         values = {repr(s.value) for s in found}
         if len(values) != 1:
             return None

@@ -86,17 +86,19 @@ def harvest(project: Project) -> list[Stated]:
     """Every setting the inputs state, one item per name: the value the run uses."""
     found: list[Stated] = []
     own = {name.rsplit(".", 1)[-1] for f in project.pythons() for name in f.python.functions}
+    composed = {v.loc.path for f in project.pythons() if f.python.hydra is not None
+                for v in f.python.hydra.values.values()}  # read under their hydra package by _hydra
     for f in project.files:
         if f.shell is not None:
             found += _shell(f)
-        if f.yaml is not None:
+        if f.yaml is not None and f.label not in composed:
             found += _yaml(f)
         if f.python is not None:
             others = "\n".join(g.python.text for g in project.pythons() if g is not f)
             found += _python(f, own, others)
-    for command, _script in project.launches:
-        if not auxiliary(command):
-            found += _command(command)
+    runs = [command for command, _script in project.launches if not auxiliary(command)]
+    for command in runs[:1]:  # the run a launcher starts first is the one migrated (and labelled)
+        found += _command(command)
     return _winners(found)[:_MAX_ITEMS]
 
 
@@ -164,9 +166,10 @@ def _command(command) -> list[Stated]:
         level = arg.value.level if arg.value is not None else value.level
         key = arg.written.lstrip("-").lstrip("+~") if arg.kind == "flag" else arg.name
         out.append(Stated(key, value.value, value.loc, level, arg.kind))
-    for name, value in command.env.items():
-        if _plain(value.value):
-            out.append(Stated(name, value.value, value.loc, value.level, "env"))
+    for name, value in command.env.items():  # `VLLM_USE_V1=1 python3 -m ...`: read as JSON, like exports
+        scalar = parse_scalar(value.value) if isinstance(value.value, str) else value.value
+        if _plain(scalar):
+            out.append(Stated(name, scalar, value.loc, value.level, "env"))
     return out
 
 
@@ -274,10 +277,12 @@ def _names_used(src: PySource) -> dict[str, int]:
 
 
 def _hydra(src: PySource) -> list[Stated]:
-    """The config a `@hydra.main` function receives, composed from its defaults list and overrides."""
+    """The config a `@hydra.main` function receives, composed from its defaults list and overrides;
+    `???` is hydra's "must be given", not a value."""
     if src.hydra is None:
         return []
-    return [Stated(k, v.value, v.loc, v.level, "config") for k, v in src.hydra.values.items() if _plain(v.value)]
+    return [Stated(k, v.value, v.loc, v.level, "config") for k, v in src.hydra.values.items()
+            if _plain(v.value) and v.value != "???"]
 
 
 def _argparse(src: PySource) -> list[Stated]:

@@ -218,6 +218,9 @@ def _link_launches(project: Project) -> None:
     for f in project.pythons():
         if f.launched_by is None:
             flags, f.example = example_flags(f.python)
+            importer = _launched_importer(project, f) if not flags and f.example is None else None
+            if importer is not None:  # `import trainers` in the launched train.py: one config, one command line
+                flags = command_flags(importer.launched_by)
             f.python.use_command_line(flags)
             if f.example is not None:
                 for arg in f.example.flags():
@@ -233,6 +236,15 @@ def _link_launches(project: Project) -> None:
             composed = compose(f.path.parent / config_dir, name, f.python.cli, project.label_for)
             if composed is not None:
                 f.python.use_hydra(composed)
+
+
+def _launched_importer(project: Project, f: InputFile) -> InputFile | None:
+    """The one launched script that imports the helper module `f` (`import trainers`,
+    `from src.trainers import ...`): the config it reads is the same object, with the same overrides."""
+    stem = f.path.stem
+    found = [g for g in project.pythons() if g.launched_by is not None and g is not f and any(
+        module == stem or module.endswith("." + stem) for module, _line in g.python.index.imported)]
+    return found[0] if len(found) == 1 else None
 
 
 def _follow_config(project: Project, shell_file: InputFile, written: str) -> None:
