@@ -308,19 +308,11 @@ def test_bash_c_words_cite_the_line_they_are_written_on():
 
 def test_a_policy_gradient_loop_with_its_own_sampler_is_grpo_or_reinforce(tmp_path):
     """No `model.generate`: the loop samples with its own code and updates in a helper module
-    (`loss = -(log_probs * advantages)`), with rewards normalised per group (GRPO) or not."""
-    (tmp_path / "algo.py").write_text(
-        "import torch\n\n\n"
-        "def normalize_per_group(rewards, size):\n"
-        "    groups = torch.tensor(rewards).view(-1, size)\n"
-        "    return ((groups - groups.mean(1, keepdim=True)) / (groups.std(1, keepdim=True) + 1e-4)).view(-1)\n\n\n"
-        "def update(model, optimizer, batch, reward_fn, size):\n"
-        "    advantages = normalize_per_group([reward_fn(x) for x in batch.texts], size)\n"
-        "    log_probs = model.token_logprobs(batch.ids)\n"
-        "    loss = -(log_probs * advantages[:, None]).mean()\n"
-        "    loss.backward()\n"
-        "    optimizer.step()\n"
-    )
+    (`loss = -(log_probs * advantages)`), with rewards normalised per group (GRPO) or over the whole
+    batch (REINFORCE)."""
+    per_group = ("    groups = torch.tensor(rewards).view(-1, size)\n"
+                 "    return ((groups - groups.mean(1, keepdim=True)) / (groups.std(1, keepdim=True) + 1e-4)).view(-1)\n")
+    batch_wide = "    r = torch.tensor(rewards)\n    return (r - r.mean()) / (r.std() + 1e-4)\n"
     (tmp_path / "train.py").write_text(
         "import torch\nfrom algo import update\n\n\n"
         "def main(model, batches, reward_fn):\n"
@@ -328,10 +320,19 @@ def test_a_policy_gradient_loop_with_its_own_sampler_is_grpo_or_reinforce(tmp_pa
         "    for batch in batches:\n"
         "        update(model, optimizer, batch, reward_fn, 8)\n"
     )
-    plan = analyze(tmp_path / "train.py", [tmp_path / "algo.py"])
-    assert (plan.framework, plan.algorithm) == ("pytorch", "grpo")
-    (tmp_path / "algo.py").write_text((tmp_path / "algo.py").read_text().replace("normalize_per_group", "normalize"))
-    assert analyze(tmp_path / "train.py", [tmp_path / "algo.py"]).algorithm == "reinforce"
+    for body, algorithm in ((per_group, "grpo"), (batch_wide, "reinforce")):
+        (tmp_path / "algo.py").write_text(
+            "import torch\n\n\n"
+            "def normalize(rewards, size):\n" + body + "\n\n"
+            "def update(model, optimizer, batch, reward_fn, size):\n"
+            "    advantages = normalize([reward_fn(x) for x in batch.texts], size)\n"
+            "    log_probs = model.token_logprobs(batch.ids)\n"
+            "    loss = -(log_probs * advantages[:, None]).mean()\n"
+            "    loss.backward()\n"
+            "    optimizer.step()\n"
+        )
+        plan = analyze(tmp_path / "train.py", [tmp_path / "algo.py"])
+        assert (plan.framework, plan.algorithm) == ("pytorch", algorithm)
 
 
 def test_a_torchforge_app_with_every_value_in_python_spawn_service_calls(tmp_path):
@@ -572,3 +573,37 @@ def test_a_hydra_dpo_app_whose_trainer_module_reads_the_overridden_config(tmp_pa
     assert "beta" not in ledger and ledger["loss.beta"].value == 0.1  # `???` is no value; the group's package
     assert ledger["VLLM_USE_V1"].value == 1  # an environment prefix is read as JSON, like an export
     assert ledger["n_epochs"].value == 6  # the first run is the one migrated, not the later one
+
+
+@pytest.mark.parametrize(("estimator", "algorithm"), [("drgrpo_token", "grpo"), ("rloo_token_mean", "reinforce"),
+                                                      ("my_estimator", "other")])
+def test_a_forks_own_estimator_is_read_by_what_its_name_says(tmp_path, estimator, algorithm):
+    plan = plan_of(tmp_path, "run.sh", f"""
+        python3 -m verl.trainer.main_ppo algorithm.adv_estimator={estimator} \\
+            actor_rollout_ref.model.path=Qwen/Qwen2.5-0.5B actor_rollout_ref.rollout.n=4
+        """)
+    assert plan.algorithm == algorithm
+
+
+def test_a_tinker_loop_that_trains_sampled_answers_on_advantages_is_policy_gradient(tmp_path):
+    """cross_entropy carries the update, but the loop samples, scores and weights by advantages."""
+    plan = plan_of(tmp_path, "rl_loop.py", """
+        import tinker
+        from tinker import types
+
+        GROUP_SIZE = 8
+
+        def main():
+            client = tinker.ServiceClient().create_lora_training_client(base_model="Qwen/Qwen3-4B", rank=16)
+            sampler = client.save_weights_and_get_sampling_client("s0")
+            for prompt, answer in problems():
+                result = sampler.sample(prompt, num_samples=GROUP_SIZE,
+                                        sampling_params=types.SamplingParams(max_tokens=256)).result()
+                rewards = [reward(seq, answer) for seq in result.sequences]
+                mean = sum(rewards) / len(rewards)
+                advantages = [r - mean for r in rewards]
+                data = [datum(prompt, seq, advantage) for seq, advantage in zip(result.sequences, advantages)]
+                client.forward_backward(data, loss_fn="cross_entropy").result()
+                client.optim_step(types.AdamParams(learning_rate=1e-5)).result()
+        """)
+    assert plan.framework == "tinker" and plan.algorithm == "grpo"

@@ -375,7 +375,8 @@ def _calls(src: PySource, own: set[str]) -> list[Stated]:
             continue
         if is_setting_call(call.name) or call.name in TRUNCATING_CALLS:
             out += _call_items(src, call)
-        elif call.name in own and not _in_evaluation(src, call):  # `rollout(..., num_answer_per_question=N)`
+        elif (call.name in own or _SAMPLING_WORDS.search(call.name)) and not _in_evaluation(src, call):
+            # a loop's own `rollout(..., num_answer_per_question=N)`, an engine's `generate_batch(num_samples=16)`
             out += _call_items(src, call, named_only=True)
         if call.name == "get":
             out += _config_get(src, call)
@@ -469,6 +470,9 @@ def _computed(node: cst.BaseExpression) -> bool:
     """A setting-named binding computed from others (`NUM_ANSWERS = BATCH_SIZE // NUM_QUESTIONS`,
     `BATCH_SIZE = config["training"]["batch_size"]`): the evaluator resolves it or gives nothing."""
     return isinstance(node, cst.BinaryOperation | cst.Subscript | cst.Name | cst.Attribute)
+
+
+_SAMPLING_WORDS = re.compile(r"generate|sample|rollout", re.I)
 
 
 def _in_evaluation(src: PySource, call: CallSite) -> bool:

@@ -7,7 +7,13 @@ and per-role `--actor.adam.lr` for PPO). Both spellings are read; the tool says 
 
 from mint_migrate.analyze.evidence import Evidence, Level, Value
 from mint_migrate.analyze.inputs import Project, add_file
-from mint_migrate.analyze.pycommon import TEACHER_FLAG, infra_imports, server_side, teacher_warning
+from mint_migrate.analyze.pycommon import (
+    TEACHER_FLAG,
+    estimator_algorithm,
+    infra_imports,
+    server_side,
+    teacher_warning,
+)
 from mint_migrate.analyze.registry import Analyzer
 from mint_migrate.analyze.scalars import as_int, as_number
 from mint_migrate.analyze.shell import Arg, Command
@@ -122,7 +128,7 @@ def analyze(project: Project, ev: Evidence) -> None:
     if rl:
         estimator = flags.get("advantage_estimator") or flags.get("algo.advantage.estimator")
         if estimator is not None and estimator.value is not None:
-            algorithm, variant = ESTIMATORS.get(str(estimator.value.value), ("other", str(estimator.value.value)))
+            algorithm, variant = estimator_algorithm(str(estimator.value.value), ESTIMATORS)
             ev.extra("kind_hint", Value("grpo", estimator.value.loc))
             ev.vote(algorithm, estimator.value.loc, f"{estimator.written} {estimator.value.value}", 3)
             ev.set_variant(variant, estimator.value.loc)

@@ -182,6 +182,19 @@ def function_names(node: cst.BaseExpression | None, src: PySource, scope) -> lis
     return None
 
 
+def estimator_algorithm(name: str, known: dict) -> tuple[str, str | None]:
+    """(algorithm, variant) of an advantage estimator: the framework's table, else what a fork's own
+    estimator's name says (`drgrpo`, `grpo_norm_by_len`, `rloo_token`), else other."""
+    if name in known:
+        return known[name]
+    low = name.lower()
+    for words, algorithm in ((("grpo", "group"), "grpo"), (("rloo", "reinforce", "remax"), "reinforce"),
+                             (("gae", "ppo"), "ppo")):
+        if any(w in low for w in words):
+            return algorithm, name
+    return "other", name
+
+
 def passed_in(project, src: PySource, scope, node: cst.BaseExpression):
     """For a parameter without a default (`reward_funcs` in `def train_model(model, reward_funcs)`),
     the argument its one caller in the inputs passes: (node, caller's source, caller's scope)."""

@@ -245,7 +245,7 @@ def _algorithm(src: PySource, ev: Evidence) -> None:
                              "sampled tokens (on-policy distillation)")
     elif ("generate" in calls and ("advantage" in text or "reward" in text)) or _policy_gradient_update(src, calls, text):
         group = ev.best("num_generations") or ev.harvested("num_generations")
-        grouped = (group is not None and (as_int(group.value) or 0) > 1) or "per_group" in text or "group_rewards" in text
+        grouped = (group is not None and (as_int(group.value) or 0) > 1) or bool(_GROUPED.search(text))
         algorithm = "grpo" if grouped else "reinforce"
         where = first.get("generate") or first.get("backward")
         ev.vote(algorithm, where, "sampled completions weighted by rewards (policy gradient)", 3)
@@ -270,7 +270,7 @@ _SAMPLER_CALLS = {"generate", "sample", "sample_async", "SamplingParams", "LLM",
 _RL = ("grpo", "ppo", "reinforce")
 # A group baseline, however a loop writes it: group names, per-prompt sample counts, or rewards
 # reshaped to (prompts, samples) and normalised along the samples.
-_GROUPED = re.compile(r"group|per_prompt|per_question|per_problem|num_generations|"
+_GROUPED = re.compile(r"(?<!param_)(?<!process_)group(?!by)|per_prompt|per_question|per_problem|num_generations|"
                       r"\.(mean|std)\(\s*(dim\s*=\s*)?-?1\s*,\s*keepdim|\.view\(\s*-1\s*,")
 
 

@@ -12,6 +12,7 @@ from mint_migrate.analyze.inputs import Project
 from mint_migrate.analyze.pycommon import dataset_calls, dataset_id
 from mint_migrate.analyze.pyvalues import CallSite, PySource
 from mint_migrate.analyze.registry import Analyzer
+from mint_migrate.analyze.scalars import as_int
 from mint_migrate.analyze.task import read_code_task
 from mint_migrate.plan import Algorithm
 from mint_migrate.pyindex import dotted_name, iter_nodes
@@ -210,8 +211,23 @@ def _calls(src: PySource, ev: Evidence) -> None:
     loss = ev.extras.get("loss_fn")
     if loss is not None and isinstance(loss.value, str) and loss.value in LOSSES:
         ev.vote(LOSSES[loss.value], loss.loc, f"loss_fn='{loss.value}'", 2)
+    _sampled_policy_gradient(src, ev)
     if loss is not None and loss.value in {"gspo"}:
         ev.set_variant("gspo", loss.loc)
+
+
+def _sampled_policy_gradient(src: PySource, ev: Evidence) -> None:
+    """A loop that samples its own completions, scores them and trains on advantages is policy
+    gradient whatever loss_fn carries it (cross_entropy with advantage-weighted tokens included)."""
+    samples = [c for c in src.calls if c.name.removesuffix("_async") == "sample"]
+    text = src.text.lower()
+    if not samples or "reward" not in text or "advantage" not in text or not src.calls_named(
+            "forward_backward", "forward_backward_async"):
+        return
+    group = ev.best("num_generations")
+    grouped = (group is not None and (as_int(group.value) or 0) > 1) or "group" in text
+    ev.vote("grpo" if grouped else "reinforce", samples[0].loc,
+            "samples scored by a reward, trained on advantages (policy gradient)", 3)
 
 
 def _blueprint(src: PySource, call: CallSite, ev: Evidence) -> None:

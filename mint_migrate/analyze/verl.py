@@ -7,7 +7,7 @@ hydra. Key names and defaults follow verl's `ppo_trainer.yaml` / `sft_trainer.ya
 
 from mint_migrate.analyze.evidence import Evidence, Level, Loc, Value
 from mint_migrate.analyze.inputs import InputFile, Project, add_file
-from mint_migrate.analyze.pycommon import infra_imports, server_side
+from mint_migrate.analyze.pycommon import estimator_algorithm, infra_imports, server_side
 from mint_migrate.analyze.pyvalues import PySource
 from mint_migrate.analyze.registry import Analyzer
 from mint_migrate.analyze.scalars import as_int, as_number
@@ -202,7 +202,7 @@ def _rl(project: Project, config: dict[str, Value], ev: Evidence, command: Comma
     where = command.loc if command else _first_loc(project)
     estimator = config.get("algorithm.adv_estimator")
     if estimator is not None:
-        algorithm, variant = ESTIMATORS.get(str(estimator.value), ("other", str(estimator.value)))
+        algorithm, variant = estimator_algorithm(str(estimator.value), ESTIMATORS)
         ev.vote(algorithm, estimator.loc, f"algorithm.adv_estimator={estimator.value}", 3)
         ev.extra("kind_hint", Value("grpo", estimator.loc))
         ev.set_variant(variant, estimator.loc)
