@@ -607,3 +607,20 @@ def test_a_tinker_loop_that_trains_sampled_answers_on_advantages_is_policy_gradi
                 client.optim_step(types.AdamParams(learning_rate=1e-5)).result()
         """)
     assert plan.framework == "tinker" and plan.algorithm == "grpo"
+
+
+def test_a_data_file_given_by_a_flag_is_cited_at_the_flag(tmp_path):
+    (tmp_path / "train.py").write_text(textwrap.dedent("""
+        import argparse
+        from datasets import load_dataset
+        from trl import SFTConfig, SFTTrainer
+
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--dataset", default="data/default.jsonl")
+        args = parser.parse_args()
+        dataset = load_dataset("json", data_files={"data": args.dataset})["data"]
+        SFTTrainer(model="Qwen/Qwen2.5-0.5B", args=SFTConfig(output_dir="out"), train_dataset=dataset).train()
+        """).lstrip())
+    (tmp_path / "run.sh").write_text("python train.py \\\n  --dataset ./data/goals.jsonl\n")
+    plan = analyze(tmp_path / "run.sh", [tmp_path / "train.py"])
+    assert (plan.settings.dataset.value, plan.settings.dataset.source) == ("./data/goals.jsonl", "run.sh:2")

@@ -80,6 +80,13 @@ def dataset_id(call: CallSite) -> Value | None:
     # A file-format builder ("json", "parquet", ...) names its files in data_files; any other first
     # argument (a Hub id, a path, or a value we could not read, such as a list) is the dataset itself.
     if first is not None and isinstance(first.value, str) and first.value in {"json", "parquet", "csv", "text", "arrow"}:
+        node = call.kwarg_node("data_files")
+        if isinstance(node, cst.Dict):  # the train entry's own value keeps its own line (a flag's, say)
+            entries = {literal_value(e.key): e.value for e in node.elements if isinstance(e, cst.DictElement)}
+            chosen = entries.get("train", next(iter(entries.values()), None))
+            picked = call.src.evaluate(chosen, call.scope) if chosen is not None else None
+            if picked is not None and isinstance(picked.value, str | list):
+                return picked
         files = call.kwarg("data_files")
         if files is not None:
             value = files.value
