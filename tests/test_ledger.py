@@ -81,6 +81,27 @@ def test_the_harvest_follows_names_config_lookups_and_a_loops_own_functions():
     assert plan.settings.max_prompt_length is None  # `max_prompt_len` is in the YAML, but nothing reads it
 
 
+def test_the_entry_points_literal_locals_are_stated_its_counters_are_not(tmp_path):
+    (tmp_path / "train.py").write_text(
+        "import torch\n\n\n"
+        "def main():\n"
+        "    question_suffix = ' Put the final answer in <answer></answer>.'\n"
+        "    rollouts_per_step = 32\n"
+        "    step = 0\n"
+        "    seen = 1\n"
+        "    model = torch.nn.Linear(2, 2)\n"
+        "    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-5)\n"
+        "    while step < rollouts_per_step:\n"
+        "        model(torch.zeros(2)).sum().backward()\n"
+        "        optimizer.step()\n"
+        "        step += seen\n"
+    )
+    found = {s.key: s for s in harvest(load_project(tmp_path / "train.py", []))}
+    assert found["question_suffix"].value == " Put the final answer in <answer></answer>."
+    assert found["rollouts_per_step"].value == 32 and str(found["rollouts_per_step"].loc) == "train.py:6"
+    assert "step" not in found and "seen" not in found
+
+
 @pytest.mark.parametrize(("key", "owner", "concept", "family"), [
     ("actor_rollout_ref.actor.optim.weight_decay", "", "optimizer.weight_decay", "optimizer"),
     ("critic.optim.lr", "", "learning_rate", "other_model"),

@@ -24,7 +24,7 @@ from mint_migrate.analyze.pycommon import OPTIMIZERS
 from mint_migrate.analyze.pyvalues import CallSite, PySource
 from mint_migrate.analyze.scalars import parse_scalar
 from mint_migrate.analyze.synonyms import looks_like_setting, meaning
-from mint_migrate.pyindex import field_default, iter_nodes
+from mint_migrate.pyindex import field_default, iter_nodes, literal_value
 from mint_migrate.pyparse import parse_ast
 
 Kind = str  # flag | override | config | keyword | argparse | field | constant | local | dict | env | launcher
@@ -337,7 +337,7 @@ def _assignments(src: PySource) -> list[Stated]:
             if not _literal_node(a.value) and not ((name.isupper() or looks_like_setting(name))
                                                     and _computed(a.value)):
                 continue
-            if local and not (name.isupper() or looks_like_setting(name)):
+            if local and not (name.isupper() or looks_like_setting(name) or _entry_local(src, a)):
                 continue
             value = src.evaluate(a.value, a.scope)
             if value is None:
@@ -349,6 +349,16 @@ def _assignments(src: PySource) -> list[Stated]:
                 continue
             out.append(Stated(name, value.value, value.loc, Level.CODE, "local" if local else "constant"))
     return out
+
+
+def _entry_local(src: PySource, a) -> bool:
+    """A literal the entry point binds for its run (`question_suffix = " Answer in <answer>."`,
+    `group_size = 8` in main()); counters and flags starting at 0, 1 or empty are not settings."""
+    fn = src.function_of(a.scope)
+    if fn is None or fn.name.rsplit(".", 1)[-1] not in _ENTRY_NAMES or not _literal_node(a.value):
+        return False
+    value = literal_value(a.value) if isinstance(a.value, cst.Integer | cst.Float | cst.SimpleString) else None
+    return value not in (None, 0, 1, "", 0.0) and not isinstance(value, bool)
 
 
 def _dict_entries(src: PySource, node: cst.BaseExpression, scope) -> list[Stated]:
