@@ -79,6 +79,8 @@ def test_the_harvest_follows_names_config_lookups_and_a_loops_own_functions():
     assert plan.settings.per_device_batch_size.value == 4  # a micro batch is one thing wherever it is written
     assert plan.settings.dataset.value == "acme/countdown-prompts"  # data.path
     assert plan.settings.max_prompt_length is None  # `max_prompt_len` is in the YAML, but nothing reads it
+    (unread,) = items(plan, "train.max_prompt_len")
+    assert unread.disposition == "not_carried" and "never reads this key" in unread.reason
 
 
 def test_the_entry_points_literal_locals_are_stated_its_counters_are_not(tmp_path):

@@ -19,6 +19,8 @@ from mint_migrate.plan import SETTING_KEYS, LedgerItem, MigrationPlan, SettingUs
 _CANONICAL = tuple(k for k in SETTING_KEYS if k != "lora") + LORA_PARTS
 
 REASONS = {
+    "unread": "the script's own code never reads this key (no `[\"key\"]` or `.key` in its Python), so it does "
+              "not change the run; nothing to carry",
     "server": "MinT runs the model on its own GPUs: device placement, precision, parallelism, offload and the "
               "inference engine are the service's, not the script's",
     "logging": "train.py prints a `METRIC step=...` line and appends LOG_DIR/metrics.jsonl every step; point your "
@@ -54,7 +56,9 @@ REASONS = {
 
 
 def build(plan: MigrationPlan, stated: list[Stated], ev: Evidence, optimizer: OptimizerChoice,
-          infra_labels: set[str], confirmed: set[str], texts: dict[str, str]) -> list[LedgerItem]:
+          infra_labels: set[str], confirmed: set[str], texts: dict[str, str],
+          unread: set[int] = frozenset()) -> list[LedgerItem]:
+    """`unread`: ids of the config items the inputs' own code never reads."""
     uses = {u.key: u for u in plan.setting_uses}
     canonical = {key: ev.best(key) for key in _CANONICAL}
     by_loc: dict[tuple[str, int], list[str]] = {}
@@ -68,6 +72,10 @@ def build(plan: MigrationPlan, stated: list[Stated], ev: Evidence, optimizer: Op
         if setting is not None:
             linked.add(setting)
             items.append(_canonical_item(plan, s.key, setting, s.value, str(s.loc), uses, confirmed))
+            continue
+        if id(s) in unread:
+            items.append(LedgerItem(key=s.key, value=_shown_value(s.value), source=str(s.loc),
+                                    disposition="not_carried", reason=REASONS["unread"]))
             continue
         items.append(_other_item(plan, s, canonical, optimizer, infra_labels))
     for key, value in canonical.items():  # read by an analyzer, but not a named literal the harvest saw

@@ -87,7 +87,7 @@ def analyze_inputs(source_path: Path, config_paths: list[Path], confirmed: list[
     _reward_constructs(plan)
     infra = {f.label for f in project.infra_configs()}
     texts = {f.label: f.text for f in project.files}
-    plan.ledger = ledger.build(plan, stated, ev, adam, infra, agent, texts)
+    plan.ledger = ledger.build(plan, stated, ev, adam, infra, agent, texts, unread)
     missing = [key for key in SETTING_KEYS if getattr(settings, key) is None]
     plan.unmapped = ledger.candidates(texts, missing)
     return Analysis(plan, ev.tinker_fixes)
