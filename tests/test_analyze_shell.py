@@ -425,3 +425,22 @@ def test_machine_text_is_kept_as_written_with_the_scripts_own_variables_put_in()
     }
     assert all(a.value is None and a.literal(Level.COMMAND) is not None for a in cmd.args)
     assert script.exports["WANDB_DIR"].value == "gsm8k-grpo-lora-qwen2.5-7b-$(date +%Y%m%d)"
+
+
+def test_arithmetic_commands_update_variables_in_script_order():
+    _, cmd = only_command(
+        "GPUS=4\n"  # 1
+        "((TOTAL = GPUS * 8))\n"  # 2
+        "((GPUS++))\n"  # 3
+        "((GPUS += 2))\n"  # 4
+        'let "MICRO = TOTAL / 16" ACC=2\n'  # 5
+        "((STEPS++))\n"  # 6: a value the script never set stays the machine's
+        "i=0\n"  # 7
+        "while ((i < 3)); do\n"  # 8
+        "  python train.py --bs $TOTAL --gpus $GPUS --micro $MICRO --acc $ACC --steps $STEPS --i $i\n"
+        "  ((i++))\n"
+        "done\n"
+    )
+    assert args_of(cmd) == {"bs": 32, "gpus": 7, "micro": 2, "acc": 2, "steps": None, "i": 0}
+    assert {a.name: a.value.loc.line for a in cmd.args if a.value} == {"bs": 2, "gpus": 4, "micro": 5, "acc": 5, "i": 7}
+

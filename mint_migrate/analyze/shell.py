@@ -41,6 +41,9 @@ _STRUCTURE = {"if", "then", "elif", "else", "fi", "while", "until", "for", "sele
               "{", "}"}
 _FILE_TESTS = {"-a", "-b", "-c", "-d", "-e", "-f", "-g", "-h", "-k", "-p", "-r", "-s", "-t", "-u", "-w", "-x", "-G",
                "-L", "-N", "-O", "-S", "-v", "-R"}
+# `(( name = expr ))`, `name += expr`, `++name`, `name--`: an arithmetic update of one variable
+_ARITH_UPDATE = re.compile(r"\s*(?:([A-Za-z_]\w*)\s*([-+*/%]?=)(?!=)\s*(.+?)|(?:(\+\+|--)\s*([A-Za-z_]\w*))"
+                           r"|([A-Za-z_]\w*)\s*(\+\+|--))\s*", re.S)
 _WRAPPERS = {"nohup", "time", "exec", "sudo", "nice", "stdbuf", "srun", "env"}
 _DECLARE = {"export", "declare", "local", "readonly", "typeset"}
 _READ_OPTIONS_WITH_VALUE = {"-d", "-p", "-a", "-n", "-N", "-t", "-u", "-i"}
@@ -529,6 +532,12 @@ class ShellScript:
         first = _literal(words[0])
         if first == "exit" and depth <= 0 and not raw.conditional and calls == 0:
             raise _Exit()
+        if first == "let" and len(words) > 1:  # `let i++ total=n*8`: each argument an update
+            status = None
+            for word in words[1:]:
+                fields = self._expand(word.parts, positional, split=False)
+                status = self._arith_command(fields[0].text or "?", word.line) if fields else None
+            return status if status is None or not negate else not status
         if first in {"true", ":", "false"} and len(words) == 1:
             return (first != "false") != negate
         if first in self._functions and calls < _MAX_CALL_DEPTH:
@@ -546,7 +555,7 @@ class ShellScript:
         """`[ ... ]`, `test ...`, `[[ ... ]]` and `(( ... ))` over what the script has set: true,
         false, or None when it depends on the machine (files, the environment, arguments)."""
         if words[0].parts[0].kind == "test":
-            return _arith_status(words[0].parts[0].text, self._lookup) if len(words) == 1 else None
+            return self._arith_command(words[0].parts[0].text, words[0].line) if len(words) == 1 else None
         head = unquoted_text(words[0])
         closer = {"[": "]", "[[": "]]"}.get(head)
         body = words[1:]
@@ -567,6 +576,31 @@ class ShellScript:
             return _TestParser(operands, double=head == "[[").run()
         except _NotATest:
             return None
+
+    def _arith_command(self, expr: str, line: int) -> bool | None:
+        """`(( expr ))` / `let expr`: a condition, or an update (`((i++))`, `((total = n * 8))`)."""
+        m = _ARITH_UPDATE.fullmatch(expr)
+        if m is None:
+            return _arith_status(expr, self._lookup)
+        name = m.group(1) or m.group(5) or m.group(6)
+        old = self._lookup(name)
+        if old is None and (m.group(1) is None or m.group(2) != "="):
+            return None  # an update of a value the script does not set
+        try:
+            if m.group(1):  # name op= expr
+                op = m.group(2)[:-1]
+                value = arith(f"({old}) {op} ({m.group(3)})" if op else m.group(3), self._lookup)
+            else:  # ++name / name++ / --name / name--
+                step = 1 if "+" in (m.group(4) or m.group(7)) else -1
+                value = arith(f"{old} + {step}", self._lookup)
+        except Unresolved:
+            return None
+        text = Text()
+        text.add(str(value), line)
+        self._set(name, text, Loc(self.label, line))
+        if m.group(6):  # i++: the status is the value before
+            return value - step != 0
+        return value != 0
 
     def _define(self, commands: list[RawCommand], i: int) -> tuple[str, list[RawCommand], int]:
         """`name() { ...; }` / `function name { ...; }`: the name, the body kept for the calls, and
