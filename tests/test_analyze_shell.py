@@ -444,3 +444,7 @@ def test_arithmetic_commands_update_variables_in_script_order():
     assert args_of(cmd) == {"bs": 32, "gpus": 7, "micro": 2, "acc": 2, "steps": None, "i": 0}
     assert {a.name: a.value.loc.line for a in cmd.args if a.value} == {"bs": 2, "gpus": 4, "micro": 5, "acc": 5, "i": 7}
 
+
+def test_a_flag_given_values_of_mixed_kinds_keeps_them_as_written():
+    _, cmd = only_command("python t.py --ref_num_nodes 1 - --betas 0.9 0.95 --modules q_proj v_proj\n")
+    assert args_of(cmd) == {"ref_num_nodes": ["1", "-"], "betas": [0.9, 0.95], "modules": ["q_proj", "v_proj"]}

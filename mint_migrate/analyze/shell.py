@@ -1199,6 +1199,9 @@ class ShellScript:
                         args.append(Arg(_norm(raw_text), raw_text, None, "flag"))
                     else:
                         items = [parse_scalar(v.text) for v in values]
+                        if not (all(isinstance(x, str) for x in items)
+                                or all(isinstance(x, int | float) and not isinstance(x, bool) for x in items)):
+                            items = [v.text for v in values]  # `--x 1 -`: one type per list, as written
                         loc = Loc(self.label, values[0].line)
                         args.append(Arg(_norm(raw_text), raw_text, Value(items, loc, self.level), "flag", loc=loc))
                 i = j
