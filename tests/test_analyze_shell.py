@@ -448,3 +448,14 @@ def test_arithmetic_commands_update_variables_in_script_order():
 def test_a_flag_given_values_of_mixed_kinds_keeps_them_as_written():
     _, cmd = only_command("python t.py --ref_num_nodes 1 - --betas 0.9 0.95 --modules q_proj v_proj\n")
     assert args_of(cmd) == {"ref_num_nodes": ["1", "-"], "betas": [0.9, 0.95], "modules": ["q_proj", "v_proj"]}
+
+
+def test_environment_prefixes_only_the_machine_knows_are_kept_as_written():
+    _, cmd = only_command(
+        "NODES=$SLURM_JOB_NODELIST\n"
+        "MASTER_ADDR=$(scontrol show hostnames $NODES | head -n 1) WANDB_MODE=offline \\\n"
+        "    env MASTER_PORT=$(find_free_port | tr -d '\\n') python train.py --lr 1\n"
+    )
+    env = {name: (value.value, value.loc.line) for name, value in cmd.env.items()}
+    assert env == {"MASTER_ADDR": ("$(scontrol show hostnames $SLURM_JOB_NODELIST | head -n 1)", 2),
+                   "WANDB_MODE": ("offline", 2), "MASTER_PORT": ("$(find_free_port | tr -d '\\n')", 3)}

@@ -997,9 +997,10 @@ class ShellScript:
             for word in leading:
                 self._assign(word, positional)
             return
-        for name, value, loc in assignments:
+        for name, value, loc in assignments:  # what only the machine knows is kept as written, as for exports
             line = value.line()
-            env[name] = Value(value.text, Loc(self.label, line) if line is not None and value.text else loc, self.level)
+            env[name] = Value(value.partial if value.text is None else value.text,
+                              Loc(self.label, line) if line is not None and value.text else loc, self.level)
         head = _literal(words[0])
         if head in _DECLARE:
             options = {_literal(w) for w in words[1:] if (_literal(w) or "").startswith("-")}
@@ -1052,6 +1053,7 @@ class ShellScript:
         loc = Loc(self.label, tok.line)
         if tok.value_text is None:
             self.unresolved.append((loc, tok.raw))
+            return Value(tok.value_partial or "", loc, self.level)  # kept as written, as for exports
         return Value(tok.value_text, tok.key_value_loc or loc, self.level)
 
 
