@@ -459,3 +459,28 @@ def test_environment_prefixes_only_the_machine_knows_are_kept_as_written():
     env = {name: (value.value, value.loc.line) for name, value in cmd.env.items()}
     assert env == {"MASTER_ADDR": ("$(scontrol show hostnames $SLURM_JOB_NODELIST | head -n 1)", 2),
                    "WANDB_MODE": ("offline", 2), "MASTER_PORT": ("$(find_free_port | tr -d '\\n')", 3)}
+
+
+def test_a_case_on_a_value_the_script_sets_takes_its_first_matching_clause():
+    script = ShellScript(
+        "MODEL_SIZE=7b\n"  # 1
+        "case $MODEL_SIZE in\n"  # 2
+        "  1.5b|3b) TP=1;;\n"  # 3
+        "  7b)\n"  # 4
+        "    TP=2\n"  # 5
+        "    MICRO=4\n"  # 6
+        "    ;;\n"
+        '  "7"*) TP=4;;\n'  # 8: quoted: no pattern
+        "  *) TP=8; MICRO=1;;\n"  # 9
+        "esac\n"
+        'case "$1" in\n'  # 11: an argument parser: every clause, as before
+        "  --lr) LR=$2; shift 2;;\n"  # 12
+        "  (--debug) DEBUG=1;;\n"  # 13
+        "esac\n"
+        "python3 -m verl.trainer.main_ppo rollout.tp=$TP actor.micro=$MICRO optim.lr=$LR debug=$DEBUG\n",
+        "run.sh",
+    )
+    [cmd] = script.commands
+    assert args_of(cmd) == {"rollout.tp": 2, "actor.micro": 4, "optim.lr": None, "debug": 1}
+    assert {a.name: a.value.loc.line for a in cmd.args if a.value} == {"rollout.tp": 5, "actor.micro": 6, "debug": 13}
+    assert script.stray_flags == []  # `--lr)` is a pattern, not a flag

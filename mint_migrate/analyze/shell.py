@@ -11,7 +11,7 @@ here-document; functions run when they are called, with their arguments as posit
 Conditions the script decides (`[ ]`, `[[ ]]`, `(( ))` over its own variables) take the branch bash
 takes; a loop's body is followed for its first pass (the command a launcher runs first); a
 condition that depends on the machine follows every branch, as before, except that a value only
-the machine knows does not replace one the script states. `case` follows every branch. An `exit`
+the machine knows does not replace one the script states (`case` alike). An `exit`
 ends the script only at the top level (inside a condition it is a guard). Anything that depends on
 the environment, an unset positional parameter or a command substitution stays unresolved, kept
 as written with the script's own variables put in (also inside `$(...)`), never guessed.
@@ -155,7 +155,7 @@ class _Exit(Exception):
 
 @dataclass
 class _Node:
-    kind: str  # cmd | if | loop | group | func
+    kind: str  # cmd | if | loop | case | pattern (a case clause's) | group | func
     raw: RawCommand | None = None  # cmd
     branches: list[tuple[list["_Node"], list["_Node"]]] = field(default_factory=list)  # if: (condition, body)
     otherwise: list["_Node"] | None = None  # if: the else block
@@ -171,8 +171,8 @@ def _parse(items: list[tuple[str, object]], i: int, stops: set[str]) -> tuple[li
     nodes: list[_Node] = []
     while i < len(items):
         kind, value = items[i]
-        if kind == "cmd":
-            nodes.append(_Node("cmd", raw=value))
+        if kind in {"cmd", "pat"}:
+            nodes.append(_Node("cmd" if kind == "cmd" else "pattern", raw=value))
             i += 1
             continue
         if kind == "func":
@@ -206,11 +206,11 @@ def _parse(items: list[tuple[str, object]], i: int, stops: set[str]) -> tuple[li
             body, i, stop = _parse(items, i, stops | {"done"})
             i += stop == "done"
             nodes.append(_Node("loop", name=value, head=head, body=body))
-        elif value in {"case", "{"}:  # case branches are all followed, as before
+        elif value in {"case", "{"}:
             closer = "esac" if value == "case" else "}"
             body, i, stop = _parse(items, i, stops | {closer})
             i += stop == closer
-            nodes.append(_Node("group", body=body))
+            nodes.append(_Node("case" if value == "case" else "group", body=body))
         # a stray `then` / `do` / `fi` / `done` outside its block: skipped
     return nodes, i, None
 
@@ -224,7 +224,7 @@ def _arith_status(expr: str, lookup) -> bool | None:
 
 
 def _is_pattern(word: Word) -> bool:
-    """`[[ $a == b* ]]`: an unquoted glob on the right of == / != is a pattern."""
+    """`[[ $a == b* ]]`, `case` clauses: an unquoted glob is a pattern, a quoted one is literal."""
     return any(p.kind == "lit" and not p.quoted and any(c in p.text for c in "*?[") for p in word.parts)
 
 
@@ -417,6 +417,9 @@ class ShellScript:
                 items.append(("func", (name, body)))
                 continue
             i += 1
+            if raw.pattern:
+                items.append(("pat", raw))
+                continue
             words = list(raw.words)
             while words and unquoted_text(words[0]) in _STRUCTURE:
                 items.append(("kw", unquoted_text(words.pop(0))))
@@ -443,6 +446,10 @@ class ShellScript:
                 self._exec(node.body, positional, calls, depth + 1)
             elif node.kind == "if":
                 self._if(node, positional, calls, depth)
+            elif node.kind == "case":
+                self._case(node, positional, calls, depth)
+            elif node.kind == "pattern":
+                continue
             else:
                 self._loop(node, positional, calls, depth)
         return status
@@ -469,6 +476,46 @@ class ShellScript:
             decided = False
         if node.otherwise is not None:
             self._maybe(node.otherwise, positional, calls, depth, certain=decided)
+
+    def _case(self, node: "_Node", positional: list[Text] | None, calls: int, depth: int) -> None:
+        """`case $x in a|b) ...;; *) ...;; esac`: the first clause whose pattern matches, when the
+        script knows x; every clause otherwise (argument parsers: `case $1 in`), as before."""
+        body = node.body
+        subject: str | None = None
+        head = body[0].raw.words if body and body[0].kind == "cmd" else []
+        if len(head) == 2 and unquoted_text(head[1]) == "in":
+            fields = self._expand(head[0].parts, positional, split=False)
+            subject = fields[0].text if fields else ""
+            body = body[1:]
+        clauses: list[tuple[list[Word], list[_Node]]] = []
+        for child in body:
+            if child.kind == "pattern":
+                clauses.append((child.raw.words, []))
+            elif clauses:
+                clauses[-1][1].append(child)
+            else:
+                clauses.append(([], [child]))  # commands before any pattern: followed, as before
+        decided = subject is not None
+        for patterns, nodes in clauses:
+            matched = self._matches(subject, patterns, positional) if decided else None
+            if matched is False:
+                continue
+            self._maybe(nodes, positional, calls, depth, certain=decided and matched is True)
+            if matched is True:
+                return
+            decided = False
+
+    def _matches(self, subject: str, patterns: list[Word], positional: list[Text] | None) -> bool | None:
+        if not patterns:
+            return None
+        for word in patterns:
+            fields = self._expand(word.parts, positional, split=False)
+            text = fields[0].text if fields else ""
+            if text is None:
+                return None
+            if fnmatch.fnmatchcase(subject, text) if _is_pattern(word) else subject == text:
+                return True
+        return False
 
     def _loop(self, node: "_Node", positional: list[Text] | None, calls: int, depth: int) -> None:
         """A loop's body is followed for its first pass: the command a launcher runs first."""

@@ -59,6 +59,7 @@ class RawCommand:
     funcdef: bool = False  # `name() ...`: a function definition's head
     heredoc: HereDoc | None = None
     op: str | None = None  # the operator before it: "&&" / "||" (its status decides whether it runs)
+    pattern: bool = False  # `a|b)` in a `case`: the words are the clause's patterns, not a command
 
 
 @dataclass
@@ -70,6 +71,8 @@ class Lexer:
     line: int = 0
     commands: list[RawCommand] = field(default_factory=list)
     pending: list[HereDoc] = field(default_factory=list)
+    cases: int = 0  # open `case ... esac` blocks
+    pattern_next: bool = False  # after `case x in` or `;;`: a clause's patterns come next
 
     def __post_init__(self) -> None:
         self.line = self.first_line
@@ -102,6 +105,11 @@ class Lexer:
                 while self.i < n and text[self.i] != "\n":
                     self.i += 1
                 continue
+            if self.pattern_next and not current.words:
+                self.pattern_next = False
+                if not re.match(r"esac(?![^\s;|&()<>])", text[self.i:]):
+                    self._patterns()
+                    continue
             if ch == "(" and text.startswith("((", self.i) and all(unquoted_text(w) in _BEFORE_ARITH for w in current.words):
                 current.words.append(self._arith_command())
                 continue
@@ -123,6 +131,10 @@ class Lexer:
                     continue
                 andor = text.startswith("||", self.i) or text.startswith("&&", self.i)
                 op = text[self.i:self.i + 2] if andor else None
+                clause_end = re.match(r";;&|;;|;&", text[self.i:self.i + 3]) if self.cases else None
+                if clause_end:
+                    self.pattern_next = True
+                    self.i += len(clause_end.group(0)) - 1
                 self.i += 2 if andor or text.startswith(";;", self.i) else 1
                 current = self._end(current)
                 current.conditional = andor
@@ -155,8 +167,37 @@ class Lexer:
             if self.i < n and text[self.i] == "(" and _ARRAY_ASSIGN.match(word.raw):
                 word.array = self._array_words()
             current.words.append(word)
+            plain = [unquoted_text(w) for w in current.words]
+            if len(plain) == 3 and plain[0] == "case" and plain[2] == "in":  # the clauses follow
+                self.cases += 1
+                self.pattern_next = True
+                current = self._end(current)
+            elif plain == ["esac"] and self.cases:
+                self.cases -= 1
         self._end(current)
         return self.commands
+
+    def _patterns(self) -> None:
+        """`(a|b*)`: a case clause's patterns, up to the closing parenthesis."""
+        text, n = self.text, len(self.text)
+        if text[self.i] == "(":
+            self.i += 1
+        words: list[Word] = []
+        while self.i < n:
+            ch = text[self.i]
+            if ch in " \t\r|":
+                self.i += 1
+            elif ch == "\\" and text.startswith("\\\n", self.i):
+                self.i += 2
+                self.line += 1
+            elif ch == ")":
+                self.i += 1
+                break
+            elif ch in "\n;&(<>":
+                break  # not a pattern bash would take: left to the commands around it
+            else:
+                words.append(self.word())
+        self.commands.append(RawCommand(words, pattern=True))
 
     def _in_test(self, current: RawCommand) -> bool:
         """Inside `[[ ... ]]`, where `&&`, `||`, `<`, `>` and parentheses belong to the test."""
