@@ -484,3 +484,25 @@ def test_a_case_on_a_value_the_script_sets_takes_its_first_matching_clause():
     assert args_of(cmd) == {"rollout.tp": 2, "actor.micro": 4, "optim.lr": None, "debug": 1}
     assert {a.name: a.value.loc.line for a in cmd.args if a.value} == {"rollout.tp": 5, "actor.micro": 6, "debug": 13}
     assert script.stray_flags == []  # `--lr)` is a pattern, not a flag
+
+
+def test_parameter_transformations_of_known_values_resolve_and_keep_the_definition_line():
+    script, cmd = only_command(
+        "MODEL_PATH=/ckpt/base/Qwen2.5-3B-Instruct\n"  # 1
+        "CONFIG=configs/grpo.large.yaml\n"  # 2
+        "RUN=${MODEL_PATH##*/}\n"  # 3
+        "python3 -m verl.trainer.main_ppo trainer.experiment_name=${RUN,,} trainer.dir=${MODEL_PATH%/*} \\\n"
+        "    c.stem=${CONFIG%%.*} c.ext=${CONFIG##*.} c.rest=${CONFIG#*.} c.base=${CONFIG%.*} \\\n"
+        "    c.tag=${RUN//[-.]/_} c.first=${RUN/-/:} c.short=${RUN:0:5} c.tail=${RUN: -8} \\\n"
+        "    c.wandb=${RUN:+wandb} c.home=${HOME##*/}\n"
+    )
+    assert args_of(cmd) == {
+        "trainer.experiment_name": "qwen2.5-3b-instruct", "trainer.dir": "/ckpt/base",
+        "c.stem": "configs/grpo", "c.ext": "yaml", "c.rest": "large.yaml", "c.base": "configs/grpo.large",
+        "c.tag": "Qwen2_5_3B_Instruct", "c.first": "Qwen2.5:3B-Instruct", "c.short": "Qwen2", "c.tail": "Instruct",
+        "c.wandb": "wandb", "c.home": None,
+    }
+    lines = {a.name: a.value.loc.line for a in cmd.args if a.value}
+    assert (lines["trainer.experiment_name"], lines["c.ext"]) == (1, 2)  # the line that holds the text
+    assert {a.name: a.raw for a in cmd.args}["c.home"] == "${HOME##*/}"
+    assert script.variables["RUN"].value == "Qwen2.5-3B-Instruct"

@@ -146,6 +146,36 @@ class Tok:
 
 
 
+_TRANSFORMS = {"#", "##", "%", "%%", "/", "//", "/#", "/%", ",,", ",", "^^", "^", ":"}
+
+
+def _glob_regex(pattern: str) -> re.Pattern:
+    """A bash glob as a regular expression (`*` `?` `[...]`; the rest literal); `*` is greedy, as
+    bash's longest match is."""
+    out, i = [], 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\" and i + 1 < len(pattern):
+            out.append(re.escape(pattern[i + 1]))
+            i += 2
+            continue
+        if c == "*":
+            out.append(".*")
+        elif c == "?":
+            out.append(".")
+        elif c == "[" and "]" in pattern[i + 2:]:
+            end = pattern.index("]", i + 2)
+            body = pattern[i + 1:end]
+            negate = body[:1] in ("!", "^")
+            out.append("[" + "^" * negate + re.escape(body[negate:]).replace("\\-", "-") + "]")
+            i = end + 1
+            continue
+        else:
+            out.append(re.escape(c))
+        i += 1
+    return re.compile("".join(out), re.S)
+
+
 # --- control flow --------------------------------------------------------------------------------
 
 
@@ -889,18 +919,77 @@ class ShellScript:
         value = self._param(part, positional)
         if part.op is None:
             return value
+        if part.op in _TRANSFORMS:
+            return self._transformed(part, value, positional)
         unset = value is None or (part.op.startswith(":") and not value.chars)
         if part.op.lstrip(":") in {"-", "="} and unset:
-            default = Lexer(part.arg or "", part.line, self.label)
-            try:
-                words = default.word().parts if part.arg else []
-            except MintMigrateError:
-                return None
-            fields = self._expand(words, positional, split=False)
-            return fields[0] if fields else Text()
+            return self._word_text(part.arg or "", part.line, positional)
         if part.op.lstrip(":") == "+":
-            return Text() if unset else None
+            return Text() if unset else self._word_text(part.arg or "", part.line, positional)
         return value
+
+    def _word_text(self, text: str, line: int, positional: list[Text] | None) -> Text | None:
+        """The text of `${x:-text}`'s text, expanded as one word."""
+        if not text:
+            return Text()
+        try:
+            words = Lexer(text, line, self.label).word().parts
+        except MintMigrateError:
+            return None
+        fields = self._expand(words, positional, split=False)
+        return fields[0] if fields else Text()
+
+    def _transformed(self, part: Part, value: Text | None, positional: list[Text] | None) -> Text | None:
+        """`${x#p}` `${x##p}` `${x%p}` `${x%%p}` (trim a glob), `${x/p/r}` `${x//p/r}` (replace),
+        `${x,,}` `${x^^}` (case), `${x:offset:length}`: pure string functions of a known value; the
+        characters that stay keep their lines (`${MODEL_PATH##*/}` cites MODEL_PATH's line)."""
+        if value is None or value.text is None:
+            return None
+        op, arg, chars = part.op, part.arg or "", value.chars
+        if op == ":":
+            m = re.fullmatch(r"\s*(-?\d+)\s*(?::\s*(-?\d+)\s*)?", arg)
+            if m is None:
+                return None
+            start = int(m.group(1))
+            start = max(len(chars) + start, 0) if start < 0 else min(start, len(chars))
+            if m.group(2) is None:
+                return Text(chars[start:])
+            length = int(m.group(2))
+            end = start + length if length >= 0 else len(chars) + length
+            return Text(chars[start:end]) if end >= start else None
+        if op in {",,", ",", "^^", "^"}:
+            change = str.lower if op[0] == "," else str.upper
+            upto = len(chars) if len(op) == 2 else 1
+            return Text([(change(c) if k < upto else c, line, u) for k, (c, line, u) in enumerate(chars)])
+        pattern_text, _, replacement = arg.partition("/") if op[0] == "/" else (arg, "", "")
+        pattern = self._word_text(pattern_text, part.line, positional)
+        if pattern is None or pattern.text is None:
+            return None
+        regex = _glob_regex(pattern.text)
+        text = value.text
+        if op in {"#", "##"}:
+            cuts = range(len(text) + 1) if op == "#" else range(len(text), -1, -1)
+            k = next((k for k in cuts if regex.fullmatch(text[:k])), 0)
+            return Text(chars[k:])
+        if op in {"%", "%%"}:
+            cuts = range(len(text), -1, -1) if op == "%" else range(len(text) + 1)
+            k = next((k for k in cuts if regex.fullmatch(text[k:])), len(text))
+            return Text(chars[:k])
+        new = self._word_text(replacement, part.line, positional)
+        if new is None or new.text is None:
+            return None
+        anchored = {"/#": "^(?:", "/%": "(?:"}.get(op, "(?:") + regex.pattern + (")$" if op == "/%" else ")")
+        out, last = Text(), 0
+        for m in re.finditer(anchored, text):
+            if m.end() == m.start():
+                continue
+            out.chars.extend(chars[last:m.start()])
+            out.extend(new)
+            last = m.end()
+            if op != "//":
+                break
+        out.chars.extend(chars[last:])
+        return out
 
     def _indexed(self, part: Part, positional: list[Text] | None) -> Text | None:
         """`${a[0]}`, `${a[-1]}`, `${a[$i]}`, `${#a[@]}`, `${#x}` (and `${a[@]}` inside one word)."""

@@ -18,6 +18,7 @@ from mint_migrate.pyparse import PythonSyntaxError, parse_ast
 
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _PARAM = re.compile(r"(#?)([A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*#?$!])(?:\[([^\]]*)\])?(?:(:?[-=+?])(.*))?\Z", re.S)
+_TRANSFORM = re.compile(r"([A-Za-z_][A-Za-z0-9_]*|[0-9]+)(##|#|%%|%|//|/#|/%|/|\^\^|\^|,,|,|:(?=\s*-?\d))(.*)\Z", re.S)
 _ARRAY_ASSIGN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\+?=\Z")
 # words that may stand before `((` when it is an arithmetic command, not two subshells
 _BEFORE_ARITH = {"if", "elif", "while", "until", "for", "then", "do", "else", "!"}
@@ -439,7 +440,10 @@ class Lexer:
             if m and not (m.group(1) and m.group(4)):  # `${#x:-y}` is not bash
                 return Part("var", m.group(2), quoted, line, op=m.group(4), arg=m.group(5), raw=text[i:end + 1],
                             index=m.group(3), length=bool(m.group(1)))
-            return Part("cmd", body, quoted, line, raw=text[i:end + 1])  # ${#x}, ${x/a/b}, ...: not resolved
+            m = _TRANSFORM.match(body)
+            if m:  # ${x##*/}, ${x%.*}, ${x//a/b}, ${x,,}, ${x:0:3}
+                return Part("var", m.group(1), quoted, line, op=m.group(2), arg=m.group(3), raw=text[i:end + 1])
+            return Part("cmd", body, quoted, line, raw=text[i:end + 1])  # ${!x}, ...: not resolved
         m = NAME.match(text, i + 1)
         if m:
             self.i = m.end()
