@@ -2,14 +2,15 @@
 
 The lexer (shell_lex.py) gives simple commands made of words. Here they are expanded in script
 order, so a variable means what it meant where the command ran: `$VAR`, `${VAR:-default}`,
-positional parameters (`$1`, `${1:-8}`, `$@`), `$((...))` arithmetic; unquoted expansions are split
+`${VAR##*/}` and the other string transformations, positional parameters (`$1`, `${1:-8}`, `$@`),
+`$((...))` arithmetic and `(( x = ... ))` updates; unquoted expansions are split
 into words (`deepspeed --module $training_commands`), and every character keeps the line it was
 written on, so a value is traced to the line that holds it (a flag in a here-document, the line
 that set a variable). Arrays (`ARGS=( --flag v ... )` over several lines, `+=( ... )`) expand as
 `"${ARGS[@]}"` into separate words, each keeping its own line. `read -d '' VAR <<EOF` stores the
 here-document; functions run when they are called, with their arguments as positional parameters.
-Conditions the script decides (`[ ]`, `[[ ]]`, `(( ))` over its own variables) take the branch bash
-takes; a loop's body is followed for its first pass (the command a launcher runs first); a
+Conditions the script decides (`[ ]`, `[[ ]]`, `(( ))`, `case` over its own variables) take the
+branch bash takes; a loop's body is followed for its first pass (the command a launcher runs first); a
 condition that depends on the machine follows every branch, as before, except that a value only
 the machine knows does not replace one the script states (`case` alike). An `exit`
 ends the script only at the top level (inside a condition it is a guard). Anything that depends on

@@ -3,9 +3,11 @@
 Quoting (single quotes literal, double quotes expand, `\\` escapes and line continuations),
 comments, redirections, the operators `;` `&&` `||` `|` `&`, function definitions (`name() {`),
 and here-documents, whose bodies are kept with their lines (`read -r -d '' CMD <<EOF` stores a
-whole command line in a variable). Words are kept as parts (literal text, `$VAR`,
-`${VAR:-default}`, `$((expr))`, `$(cmd)`, `$1` / `$@`), each with its line and whether it was
-quoted, so that expansion (shell.py) can split unquoted expansions into words as bash does.
+whole command line in a variable), arrays (`ARGS=( ... )` over several lines, comments inside),
+`(( expr ))` as one command, `[[ ... ]]` whose `&&` `||` `<` `>` and parentheses are its own words,
+and a `case` clause's patterns. Words are kept as parts (literal text, `$VAR`, `${VAR:-default}`,
+`${VAR##*/}`, `${ARGS[@]}`, `$((expr))`, `$(cmd)`, `$1` / `$@`), each with its line and whether it
+was quoted, so that expansion (shell.py) can split unquoted expansions into words as bash does.
 """
 
 import ast
