@@ -506,3 +506,17 @@ def test_parameter_transformations_of_known_values_resolve_and_keep_the_definiti
     assert (lines["trainer.experiment_name"], lines["c.ext"]) == (1, 2)  # the line that holds the text
     assert {a.name: a.raw for a in cmd.args}["c.home"] == "${HOME##*/}"
     assert script.variables["RUN"].value == "Qwen2.5-3B-Instruct"
+
+
+def test_a_script_run_from_the_launchers_own_folder_is_found_while_its_path_stays_as_written():
+    script = ShellScript(
+        'SCRIPT_DIR="$(dirname "$0")"\n'
+        'ROOT=$(cd "$(dirname "$0")/.." && pwd)\n'
+        'python3 "$SCRIPT_DIR/train.py" --output_dir $ROOT/out\n'
+        "torchrun --nproc_per_node 2 $ROOT/src/sft.py --lr 1\n"
+        "python $(dirname $MODEL)/never.py --lr 2\n",  # a folder only the machine knows: not followed
+        "run.sh",
+    )
+    assert [c.script for c in script.commands] == ["./train.py", "./../src/sft.py"]
+    out = script.commands[0].args[0]
+    assert out.value is None and out.raw == '$(cd "$(dirname "$0")/.." && pwd)/out'

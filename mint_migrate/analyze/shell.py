@@ -1228,7 +1228,7 @@ class ShellScript:
     def _python(self, toks: list[Tok], start: Loc, env: dict[str, Value], launchers: list[str]) -> Command | None:
         i = 0
         while i < len(toks):
-            text = toks[i].text or ""
+            text = _located(toks[i]) or ""
             if text == "-m" and i + 1 < len(toks):
                 module = toks[i + 1].text or ""
                 rest = toks[i + 2:]
@@ -1247,7 +1247,7 @@ class ShellScript:
             if text.startswith("-") and text != "-":
                 i += 1
                 continue
-            if text.endswith(".py") or toks[i].text is not None:
+            if text.endswith(".py") or _located(toks[i]) is not None:
                 return self._finish("python", None, text, None, [], toks[i + 1:], start, env, launchers)
             return None
         return None
@@ -1279,9 +1279,9 @@ class ShellScript:
                 loc = Loc(self.label, tok.line)
                 options.append(Arg(_norm(text), text, Value(True, loc, self.level), "flag", loc=loc))
                 i += 1
-        if i >= len(toks) or toks[i].text is None:
+        if i >= len(toks) or _located(toks[i]) is None:
             return None
-        target = toks[i].text
+        target = _located(toks[i])
         rest = toks[i + 1:]
         if program == "torchrun" and target in {"python", "python3"}:
             return None
@@ -1362,6 +1362,24 @@ class ShellScript:
                             tok.raw))
             i += 1
         return args
+
+
+# `$(dirname "$0")`, `$(cd "$(dirname "$0")/.." && pwd)`: the script's own folder (and below it)
+_OWN_DIR = re.compile(r'\$\(\s*dirname\s+"?\$\{?0\}?"?\s*\)'
+                      r'|\$\(\s*cd\s+"?\$\(\s*dirname\s+"?\$\{?0\}?"?\s*\)(/[^"$`()]*)?"?\s*&&\s*pwd\s*\)')
+
+
+def _located(tok: Tok) -> str | None:
+    """A command's program or script as a path to look for: its text, or a path the script builds
+    from its own folder (`python $(dirname "$0")/train.py`): that folder is `.` from the script, the
+    folder files are looked for from. The value itself stays as written (`$0` is the machine's)."""
+    if tok.text is not None:
+        return tok.text
+    m = _OWN_DIR.match(tok.raw)
+    if m is None:
+        return None
+    path = "." + (m.group(1) or "") + tok.raw[m.end():]
+    return None if any(c in path for c in "$`") else path
 
 
 def _unquote(text: str) -> str:
