@@ -275,3 +275,248 @@ def test_a_variable_exported_after_it_is_set_is_exported_and_machine_values_are_
     assert exports == {"NNODES": "${SLURM_JOB_NUM_NODES}", "GPUS_PER_NODE": "8",
                        "MASTER_ADDR": "$(scontrol show hostnames $SLURM_JOB_NODELIST | head -n 1)"}
     assert script.exports["NNODES"].loc == Loc("run.sh", 1)
+
+
+def test_flags_kept_in_bash_arrays_expand_as_words_that_cite_their_own_lines():
+    # OpenRLHF's agent launchers keep their flags in arrays and splice them into `ray job submit`
+    script, cmd = only_command(
+        'MODEL_PATH="Qwen/Qwen3-4B-Thinking-2507"\n'  # 1
+        "SAVE_PATH=/ckpt/exp\n"  # 2
+        "CKPT_ARGS=(\n"  # 3
+        "   --actor.model_name_or_path ${MODEL_PATH}\n"  # 4
+        "   # --reward.model_name_or_path ${REWARD_MODEL}\n"  # 5
+        "   --ckpt.load_enable\n"  # 6
+        '   --ckpt.path "${SAVE_PATH}/ckpt"\n'  # 7
+        ")\n"  # 8
+        "ROLLOUT_ARGS=(\n"  # 9
+        "   --data.max_len 74240\n"  # 10
+        "   --algo.dynamic_filtering_range 0.0 1.0\n"  # 11
+        ")\n"  # 12
+        "ROLLOUT_ARGS+=( --rollout.n_samples_per_prompt 8 )\n"  # 13
+        'declare -a OPT_ARGS=(--actor.adam.lr 5e-7 --algo.advantage.estimator "reinforce_baseline")\n'  # 14
+        'ray job submit --address="http://127.0.0.1:8265" \\\n'  # 15
+        "   -- python3 -m openrlhf.cli.train_ppo_ray \\\n"  # 16
+        "   ${CKPT_ARGS[@]} \\\n"  # 17
+        '   "${ROLLOUT_ARGS[@]}" \\\n'  # 18
+        "   ${OPT_ARGS[*]} --n_rollout_words ${#ROLLOUT_ARGS[@]} --second ${OPT_ARGS[1]} --last ${OPT_ARGS[-1]}\n"  # 19
+    )
+    assert cmd.module == "openrlhf.cli.train_ppo_ray"
+    assert args_of(cmd) == {
+        "actor.model_name_or_path": "Qwen/Qwen3-4B-Thinking-2507",
+        "ckpt.load_enable": True,
+        "ckpt.path": "/ckpt/exp/ckpt",
+        "data.max_len": 74240,
+        "algo.dynamic_filtering_range": [0.0, 1.0],
+        "rollout.n_samples_per_prompt": 8,
+        "actor.adam.lr": 5e-7,
+        "algo.advantage.estimator": "reinforce_baseline",
+        "n_rollout_words": 7,
+        "second": 5e-7,
+        "last": "reinforce_baseline",
+    }
+    lines = {a.name: a.value.loc.line for a in cmd.args}
+    assert lines["actor.model_name_or_path"] == 1  # one variable: the line that assigns it
+    assert (lines["ckpt.load_enable"], lines["data.max_len"], lines["algo.dynamic_filtering_range"]) == (6, 10, 11)
+    assert (lines["rollout.n_samples_per_prompt"], lines["actor.adam.lr"], lines["second"]) == (13, 14, 14)
+
+
+def test_an_empty_array_quoted_adds_no_word_and_a_quoted_star_joins_into_one():
+    _, cmd = only_command(
+        "EXTRA=()\n"
+        "TAGS=(a b)\n"
+        'python train.py "${EXTRA[@]}" --tags "${TAGS[*]}" --lr 1\n'
+    )
+    assert [(a.kind, a.name) for a in cmd.args] == [("flag", "tags"), ("flag", "lr")]
+    assert args_of(cmd) == {"tags": "a b", "lr": 1}
+
+
+def test_an_iterative_loop_runs_its_first_pass_with_the_model_set_before_the_loop():
+    # OpenRLHF's iterative DPO: the policy is the SFT model on the first pass, its own output later
+    script = ShellScript(
+        "MODEL_OUTPUT_PATH=./checkpoint/llama-3-8b-iter-dpo/checkpoint\n"  # 1
+        "ITER_LOG_PATH=null\n"  # 2
+        "TRAINING_ITERS=5\n"  # 3
+        "POLICY_MODEL_PATH=OpenRLHF/Llama-3-8b-sft-mixture\n"  # 4
+        "iter=0\n"  # 5
+        "if [ -f $ITER_LOG_PATH ]; then\n"  # 6: a file only the machine has (a resumed run)
+        "   iter=$(cat $ITER_LOG_PATH)\n"  # 7
+        "fi\n"  # 8
+        "while (($iter < $TRAINING_ITERS)); do\n"  # 9
+        "   if ((iter > 0)); then\n"  # 10
+        "      POLICY_MODEL_PATH=$MODEL_OUTPUT_PATH\n"  # 11
+        "   fi\n"  # 12
+        "   deepspeed --module openrlhf.cli.train_dpo --pretrain $POLICY_MODEL_PATH --iter $iter\n"  # 13
+        "   iter=$((iter + 1))\n"  # 14
+        '   if [[ "$ITER_LOG_PATH" != "null" ]]; then\n'  # 15
+        "      echo $iter >$ITER_LOG_PATH\n"  # 16
+        "   fi\n"  # 17
+        "done\n"  # 18
+        "python after.py --iters $iter\n",  # 19
+        "run.sh",
+    )
+    dpo, after = script.commands
+    args = {a.name: a.value for a in dpo.args}
+    assert args["pretrain"] == Value("OpenRLHF/Llama-3-8b-sft-mixture", Loc("run.sh", 4), Level.COMMAND)
+    assert args["iter"] == Value(0, Loc("run.sh", 5), Level.COMMAND)
+    assert (Loc("run.sh", 7), "iter=$(cat null)") in script.unresolved  # the other value, reported
+    assert args_of(after) == {"iters": 1}  # after the first pass
+
+
+def test_conditions_over_the_scripts_own_variables_take_the_branch_bash_takes():
+    script = ShellScript(
+        "ALGO=grpo\n"  # 1
+        "N=8\n"  # 2
+        "if [[ $ALGO == gr* && ( $N != 0 || -z $N ) ]]; then ADV=grpo; else ADV=gae; fi\n"  # 3
+        'if [ "$N" -gt 16 ]; then MICRO=1; elif [ "$N" -gt 4 ]; then MICRO=2; else MICRO=4; fi\n'  # 4
+        'LR=""\n'  # 5
+        '[ -z "$LR" ] && LR=1e-6\n'  # 6
+        "ROLLOUT=16\n"  # 7
+        '[ -z "$ROLLOUT" ] && ROLLOUT=4\n'  # 8
+        "until [ 1 -eq 1 ]; do python never.py; done\n"  # 9
+        "if ! (( N % 2 )); then EVEN=1; fi\n"  # 10
+        "for SEED in 42 43; do\n"  # 11
+        "  python3 -m verl.trainer.main_ppo algorithm.adv_estimator=$ADV actor.micro=$MICRO optim.lr=$LR \\\n"
+        "      rollout.n=$ROLLOUT seed=$SEED even=$EVEN\n"
+        "done\n",
+        "run.sh",
+    )
+    [cmd] = script.commands
+    assert args_of(cmd) == {"algorithm.adv_estimator": "grpo", "actor.micro": 2, "optim.lr": 1e-6,
+                            "rollout.n": 16, "seed": 42, "even": 1}
+    assert {a.name: a.value.loc.line for a in cmd.args}["seed"] == 11
+
+
+def test_conditions_that_depend_on_the_machine_follow_every_branch_as_before():
+    script = ShellScript(
+        "NNODES=1\n"  # 1
+        'if [ -n "$SLURM_JOB_NUM_NODES" ]; then\n'  # 2
+        "    NNODES=$SLURM_JOB_NUM_NODES\n"  # 3: only the machine knows it: the script's 1 stays
+        "    QUEUE=slurm\n"  # 4: a value the script states is followed, as before
+        "fi\n"
+        'if [[ "$1" == "70b" ]]; then MODEL=meta-llama/Llama-3-70B; else MODEL=meta-llama/Llama-3-8B; fi\n'  # 6
+        "for s in $SEEDS; do\n"  # 7
+        "    torchrun --nnodes=$NNODES -m verl.trainer.fsdp_sft_trainer model.partial_pretrain=$MODEL q=$QUEUE s=$s\n"
+        "done\n",
+        "run.sh",
+    )
+    [cmd] = script.commands
+    args = {a.name: a for a in cmd.args}
+    assert args["model.partial_pretrain"].value.value == "meta-llama/Llama-3-8B"  # the last branch, as before
+    assert args["q"].value.value == "slurm"
+    assert args["s"].value is None and args["s"].raw == "$s"
+    assert cmd.launcher_args[0].value == Value(1, Loc("run.sh", 1), Level.COMMAND)
+
+
+def test_machine_text_is_kept_as_written_with_the_scripts_own_variables_put_in():
+    script, cmd = only_command(
+        'SCRIPT_DIR="$(dirname "$0")"\n'
+        'WORK_DIR=$(cd "$SCRIPT_DIR/../.." && pwd)\n'
+        "NOW=$(date +%Y%m%d)\n"
+        "export WANDB_DIR=gsm8k-grpo-lora-qwen2.5-7b-${NOW}\n"
+        'SAVE_PATH="${WORK_DIR}/exp/DeepSeek-R1-Qwen-1.5B"\n'
+        "python3 -m openrlhf.cli.train_ppo_ray --ckpt.output_dir ${SAVE_PATH} --tag `echo $NOW` \\\n"
+        "    trainer.note=$(printf '%s' '$NOW' \"$NOW\")\n"
+    )
+    raws = {a.name: a.raw for a in cmd.args}
+    assert raws == {
+        "ckpt.output_dir": '$(cd "$(dirname "$0")/../.." && pwd)/exp/DeepSeek-R1-Qwen-1.5B',
+        "tag": "`echo $(date +%Y%m%d)`",
+        "trainer.note": "$(printf '%s' '$NOW' \"$(date +%Y%m%d)\")",  # single quotes stay literal
+    }
+    assert all(a.value is None and a.literal(Level.COMMAND) is not None for a in cmd.args)
+    assert script.exports["WANDB_DIR"].value == "gsm8k-grpo-lora-qwen2.5-7b-$(date +%Y%m%d)"
+
+
+def test_arithmetic_commands_update_variables_in_script_order():
+    _, cmd = only_command(
+        "GPUS=4\n"  # 1
+        "((TOTAL = GPUS * 8))\n"  # 2
+        "((GPUS++))\n"  # 3
+        "((GPUS += 2))\n"  # 4
+        'let "MICRO = TOTAL / 16" ACC=2\n'  # 5
+        "((STEPS++))\n"  # 6: a value the script never set stays the machine's
+        "i=0\n"  # 7
+        "while ((i < 3)); do\n"  # 8
+        "  python train.py --bs $TOTAL --gpus $GPUS --micro $MICRO --acc $ACC --steps $STEPS --i $i\n"
+        "  ((i++))\n"
+        "done\n"
+    )
+    assert args_of(cmd) == {"bs": 32, "gpus": 7, "micro": 2, "acc": 2, "steps": None, "i": 0}
+    assert {a.name: a.value.loc.line for a in cmd.args if a.value} == {"bs": 2, "gpus": 4, "micro": 5, "acc": 5, "i": 7}
+
+
+def test_a_flag_given_values_of_mixed_kinds_keeps_them_as_written():
+    _, cmd = only_command("python t.py --ref_num_nodes 1 - --betas 0.9 0.95 --modules q_proj v_proj\n")
+    assert args_of(cmd) == {"ref_num_nodes": ["1", "-"], "betas": [0.9, 0.95], "modules": ["q_proj", "v_proj"]}
+
+
+def test_environment_prefixes_only_the_machine_knows_are_kept_as_written():
+    _, cmd = only_command(
+        "NODES=$SLURM_JOB_NODELIST\n"
+        "MASTER_ADDR=$(scontrol show hostnames $NODES | head -n 1) WANDB_MODE=offline \\\n"
+        "    env MASTER_PORT=$(find_free_port | tr -d '\\n') python train.py --lr 1\n"
+    )
+    env = {name: (value.value, value.loc.line) for name, value in cmd.env.items()}
+    assert env == {"MASTER_ADDR": ("$(scontrol show hostnames $SLURM_JOB_NODELIST | head -n 1)", 2),
+                   "WANDB_MODE": ("offline", 2), "MASTER_PORT": ("$(find_free_port | tr -d '\\n')", 3)}
+
+
+def test_a_case_on_a_value_the_script_sets_takes_its_first_matching_clause():
+    script = ShellScript(
+        "MODEL_SIZE=7b\n"  # 1
+        "case $MODEL_SIZE in\n"  # 2
+        "  1.5b|3b) TP=1;;\n"  # 3
+        "  7b)\n"  # 4
+        "    TP=2\n"  # 5
+        "    MICRO=4\n"  # 6
+        "    ;;\n"
+        '  "7"*) TP=4;;\n'  # 8: quoted: no pattern
+        "  *) TP=8; MICRO=1;;\n"  # 9
+        "esac\n"
+        'case "$1" in\n'  # 11: an argument parser: every clause, as before
+        "  --lr) LR=$2; shift 2;;\n"  # 12
+        "  (--debug) DEBUG=1;;\n"  # 13
+        "esac\n"
+        "python3 -m verl.trainer.main_ppo rollout.tp=$TP actor.micro=$MICRO optim.lr=$LR debug=$DEBUG\n",
+        "run.sh",
+    )
+    [cmd] = script.commands
+    assert args_of(cmd) == {"rollout.tp": 2, "actor.micro": 4, "optim.lr": None, "debug": 1}
+    assert {a.name: a.value.loc.line for a in cmd.args if a.value} == {"rollout.tp": 5, "actor.micro": 6, "debug": 13}
+    assert script.stray_flags == []  # `--lr)` is a pattern, not a flag
+
+
+def test_parameter_transformations_of_known_values_resolve_and_keep_the_definition_line():
+    script, cmd = only_command(
+        "MODEL_PATH=/ckpt/base/Qwen2.5-3B-Instruct\n"  # 1
+        "CONFIG=configs/grpo.large.yaml\n"  # 2
+        "RUN=${MODEL_PATH##*/}\n"  # 3
+        "python3 -m verl.trainer.main_ppo trainer.experiment_name=${RUN,,} trainer.dir=${MODEL_PATH%/*} \\\n"
+        "    c.stem=${CONFIG%%.*} c.ext=${CONFIG##*.} c.rest=${CONFIG#*.} c.base=${CONFIG%.*} \\\n"
+        "    c.tag=${RUN//[-.]/_} c.first=${RUN/-/:} c.short=${RUN:0:5} c.tail=${RUN: -8} \\\n"
+        "    c.wandb=${RUN:+wandb} c.home=${HOME##*/}\n"
+    )
+    assert args_of(cmd) == {
+        "trainer.experiment_name": "qwen2.5-3b-instruct", "trainer.dir": "/ckpt/base",
+        "c.stem": "configs/grpo", "c.ext": "yaml", "c.rest": "large.yaml", "c.base": "configs/grpo.large",
+        "c.tag": "Qwen2_5_3B_Instruct", "c.first": "Qwen2.5:3B-Instruct", "c.short": "Qwen2", "c.tail": "Instruct",
+        "c.wandb": "wandb", "c.home": None,
+    }
+    lines = {a.name: a.value.loc.line for a in cmd.args if a.value}
+    assert (lines["trainer.experiment_name"], lines["c.ext"]) == (1, 2)  # the line that holds the text
+    assert {a.name: a.raw for a in cmd.args}["c.home"] == "${HOME##*/}"
+    assert script.variables["RUN"].value == "Qwen2.5-3B-Instruct"
+
+
+def test_a_script_run_from_the_launchers_own_folder_is_found_while_its_path_stays_as_written():
+    script = ShellScript(
+        'SCRIPT_DIR="$(dirname "$0")"\n'
+        'ROOT=$(cd "$(dirname "$0")/.." && pwd)\n'
+        'python3 "$SCRIPT_DIR/train.py" --output_dir $ROOT/out\n'
+        "torchrun --nproc_per_node 2 $ROOT/src/sft.py --lr 1\n"
+        "python $(dirname $MODEL)/never.py --lr 2\n",  # a folder only the machine knows: not followed
+        "run.sh",
+    )
+    assert [c.script for c in script.commands] == ["./train.py", "./../src/sft.py"]
+    out = script.commands[0].args[0]
+    assert out.value is None and out.raw == '$(cd "$(dirname "$0")/.." && pwd)/out'

@@ -2,14 +2,20 @@
 
 The lexer (shell_lex.py) gives simple commands made of words. Here they are expanded in script
 order, so a variable means what it meant where the command ran: `$VAR`, `${VAR:-default}`,
-positional parameters (`$1`, `${1:-8}`, `$@`), `$((...))` arithmetic; unquoted expansions are split
+`${VAR##*/}` and the other string transformations, positional parameters (`$1`, `${1:-8}`, `$@`),
+`$((...))` arithmetic and `(( x = ... ))` updates; unquoted expansions are split
 into words (`deepspeed --module $training_commands`), and every character keeps the line it was
 written on, so a value is traced to the line that holds it (a flag in a here-document, the line
-that set a variable). `read -d '' VAR <<EOF` stores the here-document; functions run when they
-are called, with their arguments as positional parameters; `if` / `case` / loops run their
-commands in order; an `exit` ends the script only at the top level (inside a condition it is a
-guard). Anything that depends on the environment, an unset positional parameter or a command
-substitution stays unresolved, kept as written, never guessed.
+that set a variable). Arrays (`ARGS=( --flag v ... )` over several lines, `+=( ... )`) expand as
+`"${ARGS[@]}"` into separate words, each keeping its own line. `read -d '' VAR <<EOF` stores the
+here-document; functions run when they are called, with their arguments as positional parameters.
+Conditions the script decides (`[ ]`, `[[ ]]`, `(( ))`, `case` over its own variables) take the
+branch bash takes; a loop's body is followed for its first pass (the command a launcher runs first); a
+condition that depends on the machine follows every branch, as before, except that a value only
+the machine knows does not replace one the script states (`case` alike). An `exit`
+ends the script only at the top level (inside a condition it is a guard). Anything that depends on
+the environment, an unset positional parameter or a command substitution stays unresolved, kept
+as written with the script's own variables put in (also inside `$(...)`), never guessed.
 
 Commands are then unwrapped: env prefixes, `nohup`/`time`/`exec`, `python [-m] ...`, `torchrun`,
 `deepspeed`, `accelerate launch`, `ray job submit -- ...`, `trl <cmd>`, and the target's arguments
@@ -17,21 +23,28 @@ split into flags (`--key value`, `--key=value`, multi-value), hydra overrides (`
 and positionals.
 """
 
+import fnmatch
 import re
 from dataclasses import dataclass, field
 
 from mint_migrate.analyze.evidence import Level, Loc, Value
 from mint_migrate.analyze.scalars import looks_numeric, parse_scalar
-from mint_migrate.analyze.shell_lex import NAME, Lexer, Part, RawCommand, Unresolved, Word, arith
+from mint_migrate.analyze.shell_lex import NAME, Lexer, Part, RawCommand, Unresolved, Word, arith, unquoted_text
 from mint_migrate.errors import MintMigrateError
 
 _ASSIGN = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(\+?)=")
 _OVERRIDE = re.compile(r"([+~]{0,2})([A-Za-z_][\w\-/]*(?:\.[\w\-/]+)*)=")
 _PYTHON = re.compile(r"python(\d+(\.\d+)?)?\Z")
-_OPENERS = {"if", "while", "until", "for", "case", "select"}
-_CLOSERS = {"fi", "done", "esac"}
 _KEYWORDS = {"if", "then", "else", "elif", "fi", "for", "while", "until", "do", "done", "case", "esac",
              "function", "select", "{", "}", "!", "[[", "]]", "[", "]", "in", "return"}
+# words that open, divide and close blocks when they start a command
+_STRUCTURE = {"if", "then", "elif", "else", "fi", "while", "until", "for", "select", "do", "done", "case", "esac",
+              "{", "}"}
+_FILE_TESTS = {"-a", "-b", "-c", "-d", "-e", "-f", "-g", "-h", "-k", "-p", "-r", "-s", "-t", "-u", "-w", "-x", "-G",
+               "-L", "-N", "-O", "-S", "-v", "-R"}
+# `(( name = expr ))`, `name += expr`, `++name`, `name--`: an arithmetic update of one variable
+_ARITH_UPDATE = re.compile(r"\s*(?:([A-Za-z_]\w*)\s*([-+*/%]?=)(?!=)\s*(.+?)|(?:(\+\+|--)\s*([A-Za-z_]\w*))"
+                           r"|([A-Za-z_]\w*)\s*(\+\+|--))\s*", re.S)
 _WRAPPERS = {"nohup", "time", "exec", "sudo", "nice", "stdbuf", "srun", "env"}
 _DECLARE = {"export", "declare", "local", "readonly", "typeset"}
 _READ_OPTIONS_WITH_VALUE = {"-d", "-p", "-a", "-n", "-N", "-t", "-u", "-i"}
@@ -86,6 +99,12 @@ class Text:
     def extend(self, other: "Text") -> None:
         self.chars.extend(other.chars)
 
+    def extend_with_spans(self, other: "Text") -> None:
+        """Append, keeping where whole variables inside `other` were written (array elements)."""
+        start = len(self.chars)
+        self.chars.extend(other.chars)
+        self.spans.extend((a + start, b + start, line) for a, b, line in other.spans)
+
     def cut(self, start: int) -> "Text":
         """The characters from `start` on (for the value of `key=value`)."""
         return Text(list(self.chars[start:]), [(a - start, b - start, line) for a, b, line in self.spans if a >= start])
@@ -126,6 +145,223 @@ class Tok:
     literal_key: bool = False  # `NAME=...` written literally (an assignment), not produced by expansion
     source: Text | None = None  # the expanded characters with their lines (`bash -c "..."` re-reads them)
 
+
+
+_TRANSFORMS = {"#", "##", "%", "%%", "/", "//", "/#", "/%", ",,", ",", "^^", "^", ":"}
+
+
+def _glob_regex(pattern: str) -> re.Pattern:
+    """A bash glob as a regular expression (`*` `?` `[...]`; the rest literal); `*` is greedy, as
+    bash's longest match is."""
+    out, i = [], 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\" and i + 1 < len(pattern):
+            out.append(re.escape(pattern[i + 1]))
+            i += 2
+            continue
+        if c == "*":
+            out.append(".*")
+        elif c == "?":
+            out.append(".")
+        elif c == "[" and "]" in pattern[i + 2:]:
+            end = pattern.index("]", i + 2)
+            body = pattern[i + 1:end]
+            negate = body[:1] in ("!", "^")
+            out.append("[" + "^" * negate + re.escape(body[negate:]).replace("\\-", "-") + "]")
+            i = end + 1
+            continue
+        else:
+            out.append(re.escape(c))
+        i += 1
+    return re.compile("".join(out), re.S)
+
+
+# --- control flow --------------------------------------------------------------------------------
+
+
+class _Exit(Exception):
+    """`exit` at the top level: the script ends there."""
+
+
+@dataclass
+class _Node:
+    kind: str  # cmd | if | loop | case | pattern (a case clause's) | group | func
+    raw: RawCommand | None = None  # cmd
+    branches: list[tuple[list["_Node"], list["_Node"]]] = field(default_factory=list)  # if: (condition, body)
+    otherwise: list["_Node"] | None = None  # if: the else block
+    name: str = ""  # loop: while | until | for | select; func: its name
+    head: list["_Node"] = field(default_factory=list)  # loop: the condition, or `x in a b c`
+    body: list["_Node"] = field(default_factory=list)  # loop, group
+    commands: list[RawCommand] = field(default_factory=list)  # func: the body, run at each call
+
+
+def _parse(items: list[tuple[str, object]], i: int, stops: set[str]) -> tuple[list[_Node], int, str | None]:
+    """Blocks from a stream of commands and structure words, up to one of `stops` (not consumed; a
+    block left open at the end of the text simply ends there)."""
+    nodes: list[_Node] = []
+    while i < len(items):
+        kind, value = items[i]
+        if kind in {"cmd", "pat"}:
+            nodes.append(_Node("cmd" if kind == "cmd" else "pattern", raw=value))
+            i += 1
+            continue
+        if kind == "func":
+            name, body = value
+            nodes.append(_Node("func", name=name, commands=body))
+            i += 1
+            continue
+        if value in stops:
+            return nodes, i, value
+        i += 1
+        if value == "if":
+            node = _Node("if")
+            while True:
+                condition, i, stop = _parse(items, i, stops | {"then"})
+                i += stop == "then"
+                body, i, stop = _parse(items, i, stops | {"elif", "else", "fi"})
+                node.branches.append((condition, body))
+                if stop not in {"elif", "else", "fi"}:
+                    break
+                i += 1
+                if stop == "fi":
+                    break
+                if stop == "else":
+                    node.otherwise, i, stop = _parse(items, i, stops | {"fi"})
+                    i += stop == "fi"
+                    break
+            nodes.append(node)
+        elif value in {"while", "until", "for", "select"}:
+            head, i, stop = _parse(items, i, stops | {"do"})
+            i += stop == "do"
+            body, i, stop = _parse(items, i, stops | {"done"})
+            i += stop == "done"
+            nodes.append(_Node("loop", name=value, head=head, body=body))
+        elif value in {"case", "{"}:
+            closer = "esac" if value == "case" else "}"
+            body, i, stop = _parse(items, i, stops | {closer})
+            i += stop == closer
+            nodes.append(_Node("case" if value == "case" else "group", body=body))
+        # a stray `then` / `do` / `fi` / `done` outside its block: skipped
+    return nodes, i, None
+
+
+def _arith_status(expr: str, lookup) -> bool | None:
+    """`(( expr ))` as a condition: true when the value is not 0."""
+    try:
+        return arith(expr, lookup) != 0
+    except Unresolved:
+        return None
+
+
+def _is_pattern(word: Word) -> bool:
+    """`[[ $a == b* ]]`, `case` clauses: an unquoted glob is a pattern, a quoted one is literal."""
+    return any(p.kind == "lit" and not p.quoted and any(c in p.text for c in "*?[") for p in word.parts)
+
+
+@dataclass
+class _Operand:
+    text: str | None  # None: only the machine knows it
+    op: str | None  # the word as an unquoted literal (an operator is only ever that)
+    pattern: bool
+
+
+class _NotATest(Exception):
+    """Test syntax this reader does not follow."""
+
+
+class _TestParser:
+    """`[ ]` / `[[ ]]` expressions in three-valued logic: True, False, or None when an operand or a
+    file test depends on the machine."""
+
+    def __init__(self, operands: list[_Operand], *, double: bool):
+        self.ops = operands
+        self.i = 0
+        self.double = double
+
+    def run(self) -> bool | None:
+        if not self.ops:
+            return False
+        value = self._or()
+        if self.i != len(self.ops):
+            raise _NotATest()
+        return value
+
+    def _peek(self) -> str | None:
+        return self.ops[self.i].op if self.i < len(self.ops) else None
+
+    def _or(self) -> bool | None:
+        value = self._and()
+        while self._peek() in ({"||"} if self.double else {"-o"}):
+            self.i += 1
+            right = self._and()
+            value = True if value is True or right is True else (None if None in (value, right) else False)
+        return value
+
+    def _and(self) -> bool | None:
+        value = self._not()
+        while self._peek() in ({"&&"} if self.double else {"-a"}):
+            self.i += 1
+            right = self._not()
+            value = False if value is False or right is False else (None if None in (value, right) else True)
+        return value
+
+    def _not(self) -> bool | None:
+        if self._peek() == "!" and self.i + 1 < len(self.ops):
+            self.i += 1
+            value = self._not()
+            return None if value is None else not value
+        return self._primary()
+
+    def _primary(self) -> bool | None:
+        if self.i >= len(self.ops):
+            raise _NotATest()
+        if self._peek() == "(":
+            self.i += 1
+            value = self._or()
+            if self._peek() != ")":
+                raise _NotATest()
+            self.i += 1
+            return value
+        left = self.ops[self.i]
+        after = self.ops[self.i + 1].op if self.i + 1 < len(self.ops) else None
+        if after in _BINARY and self.i + 2 < len(self.ops):
+            right = self.ops[self.i + 2]
+            self.i += 3
+            return _binary(left.text, after, right, double=self.double)
+        if left.op in _FILE_TESTS | {"-z", "-n"} and self.i + 1 < len(self.ops) and after not in {"&&", "||", "-a", "-o", ")"}:
+            operand = self.ops[self.i + 1].text
+            self.i += 2
+            if left.op in {"-z", "-n"} and operand is not None:
+                return (operand == "") == (left.op == "-z")
+            return None  # files, variables set in the environment: the machine's
+        self.i += 1
+        return None if left.text is None else left.text != ""
+
+
+_BINARY = {"=", "==", "!=", "=~", "<", ">", "-eq", "-ne", "-lt", "-le", "-gt", "-ge", "-nt", "-ot", "-ef"}
+
+
+def _binary(left: str | None, op: str, right: _Operand, *, double: bool) -> bool | None:
+    if left is None or right.text is None or op in {"-nt", "-ot", "-ef"}:
+        return None
+    if op in {"=", "==", "!="}:
+        same = fnmatch.fnmatchcase(left, right.text) if double and right.pattern else left == right.text
+        return same != (op == "!=")
+    if op == "=~":
+        if len(right.text) > 200 or len(left) > 2000:
+            return None
+        try:
+            return re.search(right.text, left) is not None
+        except re.error:
+            return None
+    if op in {"<", ">"}:
+        return (left < right.text) if op == "<" else (left > right.text)
+    try:
+        a, b = int(left.strip()), int(right.text.strip())
+    except ValueError:
+        return None
+    return {"-eq": a == b, "-ne": a != b, "-lt": a < b, "-le": a <= b, "-gt": a > b, "-ge": a >= b}[op]
 
 
 # --- commands ------------------------------------------------------------------------------------
@@ -191,44 +427,262 @@ class ShellScript:
         self.partial: dict[str, str] = {}  # variables that could not be resolved, as far as they expand
         self._texts: dict[str, Text] = {}  # each variable's characters with their lines
         self._functions: dict[str, list[RawCommand]] = {}
-        self._run(Lexer(text, first_line, label).run(), None, 0)
+        self._arrays: dict[str, list[Text]] = {}  # `NAME=( ... )`: each element with its lines
+        self._uncertain = 0  # inside a block whose condition the script does not decide
+        try:
+            self._exec(self._nodes(Lexer(text, first_line, label).run()), None, 0, 0)
+        except _Exit:
+            pass
 
     # -- control flow --
 
-    def _run(self, commands: list[RawCommand], positional: list[Text] | None, calls: int) -> bool:
-        """Run commands in order; False when an `exit` at the top level ended the script."""
-        depth = 0
+    def _nodes(self, commands: list[RawCommand]) -> list["_Node"]:
+        """The commands as blocks: `if` / loops / groups hold their own commands."""
+        items: list[tuple[str, object]] = []
         i = 0
         while i < len(commands):
             raw = commands[i]
             head = _literal(raw.words[0])
             if raw.funcdef or (head == "function" and len(raw.words) >= 2):
-                i = self._define(commands, i)
+                name, body, i = self._define(commands, i)
+                items.append(("func", (name, body)))
+                continue
+            i += 1
+            if raw.pattern:
+                items.append(("pat", raw))
                 continue
             words = list(raw.words)
-            while words and _literal(words[0]) in _KEYWORDS:
-                word = _literal(words.pop(0))
-                depth += (word in _OPENERS) - (word in _CLOSERS)
-            i += 1
-            if not words:
+            while words and unquoted_text(words[0]) in _STRUCTURE:
+                items.append(("kw", unquoted_text(words.pop(0))))
+            if words:
+                op = raw.op if len(words) == len(raw.words) else None
+                items.append(("cmd", RawCommand(words, raw.conditional, raw.funcdef, raw.heredoc, op=op)))
+        return _parse(items, 0, set())[0]
+
+    def _exec(self, nodes: list["_Node"], positional: list[Text] | None, calls: int, depth: int) -> bool | None:
+        """Run blocks the way bash would; returns the last command's status where it is known."""
+        status: bool | None = None
+        for node in nodes:
+            if node.kind == "func":
+                self._functions[node.name] = node.commands
                 continue
-            first = _literal(words[0])
-            if first == "exit" and depth <= 0 and not raw.conditional and calls == 0:
-                return False
-            if first in self._functions and calls < _MAX_CALL_DEPTH:
-                args = [t for w in words[1:] for t in self._fields(w, positional)]
-                if not self._run(self._functions[first], args, calls + 1):
-                    return False
+            if node.kind == "cmd":
+                # `a && b` / `a || b`: b runs on a's status, when the test before it is decided
+                if (node.raw.op == "&&" and status is False) or (node.raw.op == "||" and status is True):
+                    continue
+                status = self._simple(node.raw, positional, calls, depth)
                 continue
-            if first == "read" and raw.heredoc is not None:
-                self._read(words, raw, positional)
+            status = None
+            if node.kind == "group":
+                self._exec(node.body, positional, calls, depth + 1)
+            elif node.kind == "if":
+                self._if(node, positional, calls, depth)
+            elif node.kind == "case":
+                self._case(node, positional, calls, depth)
+            elif node.kind == "pattern":
                 continue
-            self._command(words, positional)
+            else:
+                self._loop(node, positional, calls, depth)
+        return status
+
+    def _maybe(self, nodes: list["_Node"], positional: list[Text] | None, calls: int, depth: int,
+               certain: bool) -> None:
+        """A block whose condition may not hold: a value it would make unknown does not replace a
+        known one (the first run of a launcher, with nothing on the machine yet)."""
+        self._uncertain += not certain
+        try:
+            self._exec(nodes, positional, calls, depth + 1)
+        finally:
+            self._uncertain -= not certain
+
+    def _if(self, node: "_Node", positional: list[Text] | None, calls: int, depth: int) -> None:
+        decided = True  # every condition so far was known to be false
+        for condition, body in node.branches:
+            status = self._exec(condition, positional, calls, depth + 1)
+            if status is False:
+                continue
+            self._maybe(body, positional, calls, depth, certain=decided and status is True)
+            if status is True:
+                return
+            decided = False
+        if node.otherwise is not None:
+            self._maybe(node.otherwise, positional, calls, depth, certain=decided)
+
+    def _case(self, node: "_Node", positional: list[Text] | None, calls: int, depth: int) -> None:
+        """`case $x in a|b) ...;; *) ...;; esac`: the first clause whose pattern matches, when the
+        script knows x; every clause otherwise (argument parsers: `case $1 in`), as before."""
+        body = node.body
+        subject: str | None = None
+        head = body[0].raw.words if body and body[0].kind == "cmd" else []
+        if len(head) == 2 and unquoted_text(head[1]) == "in":
+            fields = self._expand(head[0].parts, positional, split=False)
+            subject = fields[0].text if fields else ""
+            body = body[1:]
+        clauses: list[tuple[list[Word], list[_Node]]] = []
+        for child in body:
+            if child.kind == "pattern":
+                clauses.append((child.raw.words, []))
+            elif clauses:
+                clauses[-1][1].append(child)
+            else:
+                clauses.append(([], [child]))  # commands before any pattern: followed, as before
+        decided = subject is not None
+        for patterns, nodes in clauses:
+            matched = self._matches(subject, patterns, positional) if decided else None
+            if matched is False:
+                continue
+            self._maybe(nodes, positional, calls, depth, certain=decided and matched is True)
+            if matched is True:
+                return
+            decided = False
+
+    def _matches(self, subject: str, patterns: list[Word], positional: list[Text] | None) -> bool | None:
+        if not patterns:
+            return None
+        for word in patterns:
+            fields = self._expand(word.parts, positional, split=False)
+            text = fields[0].text if fields else ""
+            if text is None:
+                return None
+            if fnmatch.fnmatchcase(subject, text) if _is_pattern(word) else subject == text:
+                return True
+        return False
+
+    def _loop(self, node: "_Node", positional: list[Text] | None, calls: int, depth: int) -> None:
+        """A loop's body is followed for its first pass: the command a launcher runs first."""
+        if node.name in {"while", "until"}:
+            status = self._exec(node.head, positional, calls, depth + 1)
+            if status is not None and node.name == "until":
+                status = not status
+        else:
+            status = self._first_item(node, positional)
+        if status is not False:
+            self._maybe(node.body, positional, calls, depth, certain=status is True)
+
+    def _first_item(self, node: "_Node", positional: list[Text] | None) -> bool | None:
+        """`for x in a b c`: x is `a` on the first pass; False when the list is known to be empty."""
+        words = node.head[0].raw.words if len(node.head) == 1 and node.head[0].kind == "cmd" else []
+        if len(words) == 1 and words[0].parts and words[0].parts[0].kind == "test":  # for ((i=0; i<n; i++))
+            init, _, rest = words[0].parts[0].text.partition(";")
+            m = re.fullmatch(r"\s*([A-Za-z_]\w*)\s*=([^=].*)", init)
+            if m is None:
+                return None
+            try:
+                value = Text()
+                value.add(str(arith(m.group(2), self._lookup)), words[0].line)
+            except Unresolved:
+                return None
+            self._set(m.group(1), value, Loc(self.label, words[0].line))
+            return _arith_status(rest.partition(";")[0], self._lookup) if rest.strip() else True
+        name = _literal(words[0]) if words else None
+        if name is None or not NAME.fullmatch(name):
+            return None
+        if len(words) >= 2 and _literal(words[1]) == "in":
+            items = [t for w in words[2:] for t in self._fields(w, positional)]
+        elif positional is not None:
+            items = positional
+        else:
+            return None
+        if not items:  # `for x in; do`: no pass; an expansion that came to nothing may be the machine's
+            return False if len(words) == 2 else None
+        if items[0].text is None or re.search(r"\{[^{}]*(,|\.\.)[^{}]*\}", items[0].text):
+            return None  # the machine's list, or a brace expansion (`{1..3}`) this reader does not make
+        self._set(name, Text(list(items[0].chars), list(items[0].spans)), Loc(self.label, words[0].line))
         return True
 
-    def _define(self, commands: list[RawCommand], i: int) -> int:
-        """`name() { ...; }` / `function name { ...; }`: keep the body for the calls; returns the
-        index after it."""
+    def _simple(self, raw: RawCommand, positional: list[Text] | None, calls: int, depth: int) -> bool | None:
+        """One simple command; its status when it is a test the script decides (`[ ]`, `[[ ]]`,
+        `(( ))`, `true`, an assignment), else None."""
+        words = list(raw.words)
+        negate = False
+        while words and unquoted_text(words[0]) == "!":
+            negate = not negate
+            words.pop(0)
+        if not words:
+            return None
+        if unquoted_text(words[0]) in {"[", "[[", "test"} or words[0].parts and words[0].parts[0].kind == "test":
+            status = self._test(words, positional)
+            return status if status is None or not negate else not status
+        while words and _literal(words[0]) in _KEYWORDS:
+            words.pop(0)
+        if not words:
+            return None
+        first = _literal(words[0])
+        if first == "exit" and depth <= 0 and not raw.conditional and calls == 0:
+            raise _Exit()
+        if first == "let" and len(words) > 1:  # `let i++ total=n*8`: each argument an update
+            status = None
+            for word in words[1:]:
+                fields = self._expand(word.parts, positional, split=False)
+                status = self._arith_command(fields[0].text or "?", word.line) if fields else None
+            return status if status is None or not negate else not status
+        if first in {"true", ":", "false"} and len(words) == 1:
+            return (first != "false") != negate
+        if first in self._functions and calls < _MAX_CALL_DEPTH:
+            args = [t for w in words[1:] for t in self._fields(w, positional)]
+            self._exec(self._nodes(self._functions[first]), args, calls + 1, 0)
+            return None
+        if first == "read" and raw.heredoc is not None:
+            self._read(words, raw, positional)
+            return None
+        assigns_only = all(_assignment(w) for w in words)
+        self._command(words, positional)
+        return True if assigns_only and not negate else None
+
+    def _test(self, words: list[Word], positional: list[Text] | None) -> bool | None:
+        """`[ ... ]`, `test ...`, `[[ ... ]]` and `(( ... ))` over what the script has set: true,
+        false, or None when it depends on the machine (files, the environment, arguments)."""
+        if words[0].parts[0].kind == "test":
+            return self._arith_command(words[0].parts[0].text, words[0].line) if len(words) == 1 else None
+        head = unquoted_text(words[0])
+        closer = {"[": "]", "[[": "]]"}.get(head)
+        body = words[1:]
+        if closer is not None:
+            if not body or unquoted_text(body[-1]) != closer:
+                return None
+            body = body[:-1]
+        operands: list[_Operand] = []
+        for word in body:
+            op = unquoted_text(word)
+            if head == "[[":
+                fields = self._expand(word.parts, positional, split=False)
+                operands.append(_Operand(fields[0].text if fields else "", op, _is_pattern(word)))
+            else:
+                fields = self._fields(word, positional)
+                operands.extend(_Operand(f.text, op if len(fields) == 1 else None, False) for f in fields)
+        try:
+            return _TestParser(operands, double=head == "[[").run()
+        except _NotATest:
+            return None
+
+    def _arith_command(self, expr: str, line: int) -> bool | None:
+        """`(( expr ))` / `let expr`: a condition, or an update (`((i++))`, `((total = n * 8))`)."""
+        m = _ARITH_UPDATE.fullmatch(expr)
+        if m is None:
+            return _arith_status(expr, self._lookup)
+        name = m.group(1) or m.group(5) or m.group(6)
+        old = self._lookup(name)
+        if old is None and (m.group(1) is None or m.group(2) != "="):
+            return None  # an update of a value the script does not set
+        try:
+            if m.group(1):  # name op= expr
+                op = m.group(2)[:-1]
+                value = arith(f"({old}) {op} ({m.group(3)})" if op else m.group(3), self._lookup)
+            else:  # ++name / name++ / --name / name--
+                step = 1 if "+" in (m.group(4) or m.group(7)) else -1
+                value = arith(f"{old} + {step}", self._lookup)
+        except Unresolved:
+            return None
+        text = Text()
+        text.add(str(value), line)
+        self._set(name, text, Loc(self.label, line))
+        if m.group(6):  # i++: the status is the value before
+            return value - step != 0
+        return value != 0
+
+    def _define(self, commands: list[RawCommand], i: int) -> tuple[str, list[RawCommand], int]:
+        """`name() { ...; }` / `function name { ...; }`: the name, the body kept for the calls, and
+        the index after it."""
         head = commands[i]
         names = [_literal(w) for w in head.words]
         name = names[1] if names[0] == "function" else names[0]
@@ -260,8 +714,7 @@ class ShellScript:
                 break
             previous = commands[j - 1]
             body.append(RawCommand(words, previous.conditional, previous.funcdef, previous.heredoc))
-        self._functions[name] = body
-        return j
+        return name, body, j
 
     def _read(self, words: list[Word], raw: RawCommand, positional: list[Text] | None) -> None:
         """`read [-r] -d '' NAME <<EOF`: NAME holds the here-document (its first line without -d '')."""
@@ -318,6 +771,13 @@ class ShellScript:
 
     def _set(self, name: str, value: Text, loc: Loc) -> None:
         text = value.text
+        known = self.variables.get(name)
+        if self._uncertain and text is None and known is not None and known.value is not None:
+            # `if [ -f $LOG ]; then iter=$(cat $LOG); fi`: the branch may not run; keep what the script says
+            self.unresolved.append((loc, f"{name}={value.partial}"))
+            return
+        if name in self._arrays:  # `NAME=x` on an array sets its first element
+            self._arrays[name][:1] = [value]
         if text is None:
             self.unresolved.append((loc, f"{name}={value.partial}"))
             self.partial[name] = value.partial
@@ -328,14 +788,40 @@ class ShellScript:
         self.variables[name] = Value(text, where, self.level)
         self._texts[name] = value
 
+    def _assign(self, word: Word, positional: list[Text] | None) -> None:
+        """`NAME=value`, `NAME+=value`, `NAME=( words )`, `NAME+=( words )`."""
+        name = _assignment(word)
+        loc = Loc(self.label, word.line)
+        append = _ASSIGN.match(word.parts[0].text).group(2) == "+"
+        if word.array is not None:
+            elements = [t for w in word.array for t in self._fields(w, positional)]
+            if append:
+                elements = self._arrays.get(name, [self._texts[name]] if name in self._texts else []) + elements
+            first = elements[0] if elements else Text()
+            self._set(name, Text(list(first.chars), list(first.spans)), loc)
+            self._arrays[name] = elements
+            return
+        fields = self._expand(_after_equals(word), positional, split=False)
+        value = fields[0] if fields else Text()
+        if append and name in self._texts:
+            value = Text(self._texts[name].chars + value.chars, list(self._texts[name].spans))
+        self._set(name, value, loc)
+
+    def _elements(self, name: str, positional: list[Text] | None) -> list[Text] | None:
+        """An array's elements (a plain variable is an array of one)."""
+        if name in self._arrays:
+            return self._arrays[name]
+        if name in {"@", "*"}:
+            return positional
+        value = self._texts.get(name)
+        return None if value is None else [value]
+
     def _param(self, part: Part, positional: list[Text] | None) -> Text | None:
         """The value of `$name` / `$1` / `$#`, or None when the script does not say."""
         name = part.text
         if name.isdigit():
             if name == "0":
-                out = Text()
-                out.add(self.label, part.line)
-                return out
+                return None  # the path it was started as: the machine's (`$(dirname "$0")` stays as written)
             index = int(name) - 1
             return positional[index] if positional is not None and index < len(positional) else None
         if name == "#":
@@ -365,6 +851,33 @@ class ShellScript:
                 fields[-1].add(part.text, part.line)
                 keep[-1] = keep[-1] or part.quoted
                 continue
+            if part.kind == "var" and part.index in {"@", "*"} and not part.length:
+                elements = self._elements(part.text, positional)
+                if elements is None:
+                    fields[-1].add(part.raw, part.line, unresolved=True)
+                    keep[-1] = True
+                    continue
+                if part.quoted and part.index == "*":  # "${a[*]}": one word
+                    joined = Text()
+                    for k, value in enumerate(elements):
+                        if k:
+                            joined.add(" ", part.line)
+                        joined.extend_with_spans(value)
+                    fields[-1].extend_with_spans(joined)
+                    keep[-1] = True
+                    continue
+                if part.quoted and not elements and [p.text for p in parts if p is not part] == [""]:
+                    return []  # "${a[@]}" of an empty array: no word at all
+                for k, value in enumerate(elements):  # each element its own word, with its own lines
+                    if k and (fields[-1].chars or keep[-1]):
+                        fields.append(Text())
+                        keep.append(part.quoted)
+                    if part.quoted:
+                        fields[-1].extend_with_spans(value)
+                        keep[-1] = True
+                    else:
+                        add_split(value)
+                continue
             if part.kind == "var" and part.text in "@*" and len(part.text) == 1:
                 if positional is None:
                     self.unresolved.append((Loc(self.label, part.line), part.raw))  # the caller's extra arguments
@@ -377,7 +890,7 @@ class ShellScript:
                 continue
             value = self._part_value(part, positional)
             if value is None:
-                fields[-1].add(part.raw, part.line, unresolved=True)
+                fields[-1].add(self._written(part, positional), part.line, unresolved=True)
                 keep[-1] = True
             elif split and not part.quoted:
                 add_split(value)
@@ -402,21 +915,162 @@ class ShellScript:
             return self._path_command(part, positional)
         if part.kind != "var":
             return None
+        if part.index is not None or part.length:
+            return self._indexed(part, positional)
         value = self._param(part, positional)
         if part.op is None:
             return value
+        if part.op in _TRANSFORMS:
+            return self._transformed(part, value, positional)
         unset = value is None or (part.op.startswith(":") and not value.chars)
         if part.op.lstrip(":") in {"-", "="} and unset:
-            default = Lexer(part.arg or "", part.line, self.label)
-            try:
-                words = default.word().parts if part.arg else []
-            except MintMigrateError:
-                return None
-            fields = self._expand(words, positional, split=False)
-            return fields[0] if fields else Text()
+            return self._word_text(part.arg or "", part.line, positional)
         if part.op.lstrip(":") == "+":
-            return Text() if unset else None
+            return Text() if unset else self._word_text(part.arg or "", part.line, positional)
         return value
+
+    def _word_text(self, text: str, line: int, positional: list[Text] | None) -> Text | None:
+        """The text of `${x:-text}`'s text, expanded as one word."""
+        if not text:
+            return Text()
+        try:
+            words = Lexer(text, line, self.label).word().parts
+        except MintMigrateError:
+            return None
+        fields = self._expand(words, positional, split=False)
+        return fields[0] if fields else Text()
+
+    def _transformed(self, part: Part, value: Text | None, positional: list[Text] | None) -> Text | None:
+        """`${x#p}` `${x##p}` `${x%p}` `${x%%p}` (trim a glob), `${x/p/r}` `${x//p/r}` (replace),
+        `${x,,}` `${x^^}` (case), `${x:offset:length}`: pure string functions of a known value; the
+        characters that stay keep their lines (`${MODEL_PATH##*/}` cites MODEL_PATH's line)."""
+        if value is None or value.text is None:
+            return None
+        op, arg, chars = part.op, part.arg or "", value.chars
+        if op == ":":
+            m = re.fullmatch(r"\s*(-?\d+)\s*(?::\s*(-?\d+)\s*)?", arg)
+            if m is None:
+                return None
+            start = int(m.group(1))
+            start = max(len(chars) + start, 0) if start < 0 else min(start, len(chars))
+            if m.group(2) is None:
+                return Text(chars[start:])
+            length = int(m.group(2))
+            end = start + length if length >= 0 else len(chars) + length
+            return Text(chars[start:end]) if end >= start else None
+        if op in {",,", ",", "^^", "^"}:
+            change = str.lower if op[0] == "," else str.upper
+            upto = len(chars) if len(op) == 2 else 1
+            return Text([(change(c) if k < upto else c, line, u) for k, (c, line, u) in enumerate(chars)])
+        pattern_text, _, replacement = arg.partition("/") if op[0] == "/" else (arg, "", "")
+        pattern = self._word_text(pattern_text, part.line, positional)
+        if pattern is None or pattern.text is None:
+            return None
+        regex = _glob_regex(pattern.text)
+        text = value.text
+        if op in {"#", "##"}:
+            cuts = range(len(text) + 1) if op == "#" else range(len(text), -1, -1)
+            k = next((k for k in cuts if regex.fullmatch(text[:k])), 0)
+            return Text(chars[k:])
+        if op in {"%", "%%"}:
+            cuts = range(len(text), -1, -1) if op == "%" else range(len(text) + 1)
+            k = next((k for k in cuts if regex.fullmatch(text[k:])), len(text))
+            return Text(chars[:k])
+        new = self._word_text(replacement, part.line, positional)
+        if new is None or new.text is None:
+            return None
+        anchored = {"/#": "^(?:", "/%": "(?:"}.get(op, "(?:") + regex.pattern + (")$" if op == "/%" else ")")
+        out, last = Text(), 0
+        for m in re.finditer(anchored, text):
+            if m.end() == m.start():
+                continue
+            out.chars.extend(chars[last:m.start()])
+            out.extend(new)
+            last = m.end()
+            if op != "//":
+                break
+        out.chars.extend(chars[last:])
+        return out
+
+    def _indexed(self, part: Part, positional: list[Text] | None) -> Text | None:
+        """`${a[0]}`, `${a[-1]}`, `${a[$i]}`, `${#a[@]}`, `${#x}` (and `${a[@]}` inside one word)."""
+        elements = self._elements(part.text, positional) if part.index is not None else None
+        if part.index is None:  # ${#x}
+            value = self._param(part, positional)
+            if value is None or value.text is None:
+                return None
+            out = Text()
+            out.add(str(len(value.text)), part.line)
+            return out
+        if elements is None:
+            return None
+        out = Text()
+        if part.index in {"@", "*"}:
+            if part.length:
+                out.add(str(len(elements)), part.line)
+                return out
+            for k, value in enumerate(elements):
+                if k:
+                    out.add(" ", part.line)
+                out.extend_with_spans(value)
+            return out
+        try:
+            index = arith(part.index, self._lookup)
+        except Unresolved:
+            return None
+        value = elements[index] if -len(elements) <= index < len(elements) else Text()
+        if part.length:
+            if value.text is None:
+                return None
+            out.add(str(len(value.text)), part.line)
+            return out
+        return value
+
+    def _written(self, part: Part, positional: list[Text] | None) -> str:
+        """An expansion only the machine can make, as written, with the script's own variables put
+        in (also inside `$(...)`: `$(cd "$SCRIPT_DIR/.." && pwd)` -> `$(cd "$(dirname "$0")/.." && pwd)`)."""
+        if part.kind != "cmd" or not part.raw.startswith(("$(", "`")):
+            return part.raw
+        opener, closer = ("$(", ")") if part.raw.startswith("$(") else ("`", "`")
+        return opener + self._substituted(part.text, part.line, positional) + closer
+
+    def _substituted(self, text: str, line: int, positional: list[Text] | None) -> str:
+        out: list[str] = []
+        lexer = Lexer(text, line, self.label)
+        i, double = 0, False
+        while i < len(text):
+            c = text[i]
+            if c == "\\":
+                out.append(text[i:i + 2])
+                i += 2
+                continue
+            if c == "'" and not double:
+                end = text.find("'", i + 1)
+                end = len(text) - 1 if end < 0 else end
+                out.append(text[i:end + 1])
+                i = end + 1
+                continue
+            if c == '"':
+                double = not double
+            if c in "$`":
+                lexer.i = i
+                try:
+                    inner = lexer._expansion(quoted=double)
+                except MintMigrateError:
+                    out.append(text[i:])
+                    break
+                if lexer.i <= i:
+                    out.append(c)
+                    i += 1
+                    continue
+                value = None if inner.kind == "lit" else self._part_value(inner, positional)
+                out.append(inner.text if inner.kind == "lit" else
+                           value.partial if value is not None else self._written(inner, positional))
+                i = lexer.i
+                continue
+            out.append(c)
+            i += 1
+        return "".join(out)
 
     def _path_command(self, part: Part, positional: list[Text] | None) -> Text | None:
         """`$(basename $MODEL_PATH)` / `$(dirname ...)`: launchers name runs and folders after their
@@ -469,27 +1123,32 @@ class ShellScript:
         # leading NAME=value words: variables (alone) or the command's environment; not split
         env: dict[str, Value] = {}
         assignments: list[tuple[str, Text, Loc]] = []
+        leading: list[Word] = []
         while words and _assignment(words[0]):
             word = words.pop(0)
+            leading.append(word)
             name = _assignment(word)
-            value = self._expand(_after_equals(word), positional, split=False)
+            value = self._expand(_after_equals(word), positional, split=False) if word.array is None else []
             assignments.append((name, value[0] if value else Text(), Loc(self.label, word.line)))
         if not words:
-            for name, value, loc in assignments:
-                self._set(name, value, loc)
+            for word in leading:
+                self._assign(word, positional)
             return
-        for name, value, loc in assignments:
+        for name, value, loc in assignments:  # what only the machine knows is kept as written, as for exports
             line = value.line()
-            env[name] = Value(value.text, Loc(self.label, line) if line is not None and value.text else loc, self.level)
+            env[name] = Value(value.partial if value.text is None else value.text,
+                              Loc(self.label, line) if line is not None and value.text else loc, self.level)
         head = _literal(words[0])
         if head in _DECLARE:
+            options = {_literal(w) for w in words[1:] if (_literal(w) or "").startswith("-")}
             for word in words[1:]:
                 name = _assignment(word)
                 if name is None:
+                    if "-a" in options and NAME.fullmatch(_literal(word) or "") and _literal(word) not in self._arrays:
+                        self._arrays[_literal(word)] = []  # `declare -a NAME`: an empty array
                     continue
-                value = self._expand(_after_equals(word), positional, split=False)
-                self._set(name, value[0] if value else Text(), Loc(self.label, word.line))
-                if head == "export":
+                self._assign(word, positional)
+                if head == "export" and name in self.variables:
                     self._export(name)
             for word in words[1:] if head == "export" else []:
                 if (name := _literal(word)) in self.variables:  # `NNODES=...` then `export NNODES`
@@ -524,13 +1183,14 @@ class ShellScript:
             commands = Lexer(_kept_line_breaks(body), body.line, self.label).run()
         except MintMigrateError:
             return True  # an inline script we cannot read: nothing to follow
-        self._run(commands, positional, 1)
+        self._exec(self._nodes(commands), positional, 1, 0)
         return True
 
     def _value_of(self, tok: Tok) -> Value:
         loc = Loc(self.label, tok.line)
         if tok.value_text is None:
             self.unresolved.append((loc, tok.raw))
+            return Value(tok.value_partial or "", loc, self.level)  # kept as written, as for exports
         return Value(tok.value_text, tok.key_value_loc or loc, self.level)
 
 
@@ -568,7 +1228,7 @@ class ShellScript:
     def _python(self, toks: list[Tok], start: Loc, env: dict[str, Value], launchers: list[str]) -> Command | None:
         i = 0
         while i < len(toks):
-            text = toks[i].text or ""
+            text = _located(toks[i]) or ""
             if text == "-m" and i + 1 < len(toks):
                 module = toks[i + 1].text or ""
                 rest = toks[i + 2:]
@@ -587,7 +1247,7 @@ class ShellScript:
             if text.startswith("-") and text != "-":
                 i += 1
                 continue
-            if text.endswith(".py") or toks[i].text is not None:
+            if text.endswith(".py") or _located(toks[i]) is not None:
                 return self._finish("python", None, text, None, [], toks[i + 1:], start, env, launchers)
             return None
         return None
@@ -619,9 +1279,9 @@ class ShellScript:
                 loc = Loc(self.label, tok.line)
                 options.append(Arg(_norm(text), text, Value(True, loc, self.level), "flag", loc=loc))
                 i += 1
-        if i >= len(toks) or toks[i].text is None:
+        if i >= len(toks) or _located(toks[i]) is None:
             return None
-        target = toks[i].text
+        target = _located(toks[i])
         rest = toks[i + 1:]
         if program == "torchrun" and target in {"python", "python3"}:
             return None
@@ -678,6 +1338,9 @@ class ShellScript:
                         args.append(Arg(_norm(raw_text), raw_text, None, "flag"))
                     else:
                         items = [parse_scalar(v.text) for v in values]
+                        if not (all(isinstance(x, str) for x in items)
+                                or all(isinstance(x, int | float) and not isinstance(x, bool) for x in items)):
+                            items = [v.text for v in values]  # `--x 1 -`: one type per list, as written
                         loc = Loc(self.label, values[0].line)
                         args.append(Arg(_norm(raw_text), raw_text, Value(items, loc, self.level), "flag", loc=loc))
                 i = j
@@ -699,6 +1362,24 @@ class ShellScript:
                             tok.raw))
             i += 1
         return args
+
+
+# `$(dirname "$0")`, `$(cd "$(dirname "$0")/.." && pwd)`: the script's own folder (and below it)
+_OWN_DIR = re.compile(r'\$\(\s*dirname\s+"?\$\{?0\}?"?\s*\)'
+                      r'|\$\(\s*cd\s+"?\$\(\s*dirname\s+"?\$\{?0\}?"?\s*\)(/[^"$`()]*)?"?\s*&&\s*pwd\s*\)')
+
+
+def _located(tok: Tok) -> str | None:
+    """A command's program or script as a path to look for: its text, or a path the script builds
+    from its own folder (`python $(dirname "$0")/train.py`): that folder is `.` from the script, the
+    folder files are looked for from. The value itself stays as written (`$0` is the machine's)."""
+    if tok.text is not None:
+        return tok.text
+    m = _OWN_DIR.match(tok.raw)
+    if m is None:
+        return None
+    path = "." + (m.group(1) or "") + tok.raw[m.end():]
+    return None if any(c in path for c in "$`") else path
 
 
 def _unquote(text: str) -> str:

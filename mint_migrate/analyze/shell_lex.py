@@ -3,9 +3,11 @@
 Quoting (single quotes literal, double quotes expand, `\\` escapes and line continuations),
 comments, redirections, the operators `;` `&&` `||` `|` `&`, function definitions (`name() {`),
 and here-documents, whose bodies are kept with their lines (`read -r -d '' CMD <<EOF` stores a
-whole command line in a variable). Words are kept as parts (literal text, `$VAR`,
-`${VAR:-default}`, `$((expr))`, `$(cmd)`, `$1` / `$@`), each with its line and whether it was
-quoted, so that expansion (shell.py) can split unquoted expansions into words as bash does.
+whole command line in a variable), arrays (`ARGS=( ... )` over several lines, comments inside),
+`(( expr ))` as one command, `[[ ... ]]` whose `&&` `||` `<` `>` and parentheses are its own words,
+and a `case` clause's patterns. Words are kept as parts (literal text, `$VAR`, `${VAR:-default}`,
+`${VAR##*/}`, `${ARGS[@]}`, `$((expr))`, `$(cmd)`, `$1` / `$@`), each with its line and whether it
+was quoted, so that expansion (shell.py) can split unquoted expansions into words as bash does.
 """
 
 import ast
@@ -17,18 +19,24 @@ from mint_migrate.errors import MintMigrateError
 from mint_migrate.pyparse import PythonSyntaxError, parse_ast
 
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_PARAM = re.compile(r"([A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*#?$!])(?:(:?[-=+?])(.*))?\Z", re.S)
+_PARAM = re.compile(r"(#?)([A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*#?$!])(?:\[([^\]]*)\])?(?:(:?[-=+?])(.*))?\Z", re.S)
+_TRANSFORM = re.compile(r"([A-Za-z_][A-Za-z0-9_]*|[0-9]+)(##|#|%%|%|//|/#|/%|/|\^\^|\^|,,|,|:(?=\s*-?\d))(.*)\Z", re.S)
+_ARRAY_ASSIGN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\+?=\Z")
+# words that may stand before `((` when it is an arithmetic command, not two subshells
+_BEFORE_ARITH = {"if", "elif", "while", "until", "for", "then", "do", "else", "!"}
 
 
 @dataclass
 class Part:
-    kind: str  # lit | var | arith | cmd
+    kind: str  # lit | var | arith | cmd | test (`(( expr ))` standing as a command: its text)
     text: str  # literal text, variable name (or positional digit / @ * #), arithmetic or command text
     quoted: bool
     line: int
     op: str | None = None  # `${x:-y}`: ":-"
     arg: str | None = None  # `${x:-y}`: "y"
     raw: str = ""  # as written (`${HOME}` stays `${HOME}`, `$HOME` stays `$HOME`)
+    index: str | None = None  # `${a[@]}`: "@"; `${a[0]}`: "0" (an array element or all of them)
+    length: bool = False  # `${#a}` / `${#a[@]}`: the length, not the value
 
 
 @dataclass
@@ -36,6 +44,7 @@ class Word:
     parts: list[Part]
     line: int
     raw: str
+    array: "list[Word] | None" = None  # `NAME=( words ... )`: the words between the parentheses
 
 
 @dataclass
@@ -52,6 +61,8 @@ class RawCommand:
     conditional: bool = False  # runs only after `&&` / `||`: an `exit` here is a guard, not the end
     funcdef: bool = False  # `name() ...`: a function definition's head
     heredoc: HereDoc | None = None
+    op: str | None = None  # the operator before it: "&&" / "||" (its status decides whether it runs)
+    pattern: bool = False  # `a|b)` in a `case`: the words are the clause's patterns, not a command
 
 
 @dataclass
@@ -63,6 +74,8 @@ class Lexer:
     line: int = 0
     commands: list[RawCommand] = field(default_factory=list)
     pending: list[HereDoc] = field(default_factory=list)
+    cases: int = 0  # open `case ... esac` blocks
+    pattern_next: bool = False  # after `case x in` or `;;`: a clause's patterns come next
 
     def __post_init__(self) -> None:
         self.line = self.first_line
@@ -95,6 +108,14 @@ class Lexer:
                 while self.i < n and text[self.i] != "\n":
                     self.i += 1
                 continue
+            if self.pattern_next and not current.words:
+                self.pattern_next = False
+                if not re.match(r"esac(?![^\s;|&()<>])", text[self.i:]):
+                    self._patterns()
+                    continue
+            if ch == "(" and text.startswith("((", self.i) and all(unquoted_text(w) in _BEFORE_ARITH for w in current.words):
+                current.words.append(self._arith_command())
+                continue
             if ch == "(" and self._function_head(current):
                 current.funcdef = True
                 self.i = text.index(")", self.i) + 1
@@ -105,10 +126,26 @@ class Lexer:
                     self.i += 2 + (text[self.i + 2: self.i + 3] == ">")
                     redirect_next = True
                     continue
+                if self._in_test(current) and ch in "|&()":  # inside `[[ ]]` these are the test's own words
+                    size = 2 if text.startswith(("||", "&&"), self.i) else 1
+                    current.words.append(Word([Part("lit", text[self.i:self.i + size], False, self.line)], self.line,
+                                              text[self.i:self.i + size]))
+                    self.i += size
+                    continue
                 andor = text.startswith("||", self.i) or text.startswith("&&", self.i)
+                op = text[self.i:self.i + 2] if andor else None
+                clause_end = re.match(r";;&|;;|;&", text[self.i:self.i + 3]) if self.cases else None
+                if clause_end:
+                    self.pattern_next = True
+                    self.i += len(clause_end.group(0)) - 1
                 self.i += 2 if andor or text.startswith(";;", self.i) else 1
                 current = self._end(current)
                 current.conditional = andor
+                current.op = op
+                continue
+            if ch in "<>" and self._in_test(current):  # `[[ $a < $b ]]`: a comparison, not a redirection
+                current.words.append(Word([Part("lit", ch, False, self.line)], self.line, ch))
+                self.i += 1
                 continue
             if ch in "<>":
                 if text.startswith("<<", self.i) and not text.startswith("<<<", self.i):
@@ -130,9 +167,80 @@ class Lexer:
             if redirect_next:
                 redirect_next = False
                 continue
+            if self.i < n and text[self.i] == "(" and _ARRAY_ASSIGN.match(word.raw):
+                word.array = self._array_words()
             current.words.append(word)
+            plain = [unquoted_text(w) for w in current.words]
+            if len(plain) == 3 and plain[0] == "case" and plain[2] == "in":  # the clauses follow
+                self.cases += 1
+                self.pattern_next = True
+                current = self._end(current)
+            elif plain == ["esac"] and self.cases:
+                self.cases -= 1
         self._end(current)
         return self.commands
+
+    def _patterns(self) -> None:
+        """`(a|b*)`: a case clause's patterns, up to the closing parenthesis."""
+        text, n = self.text, len(self.text)
+        if text[self.i] == "(":
+            self.i += 1
+        words: list[Word] = []
+        while self.i < n:
+            ch = text[self.i]
+            if ch in " \t\r|":
+                self.i += 1
+            elif ch == "\\" and text.startswith("\\\n", self.i):
+                self.i += 2
+                self.line += 1
+            elif ch == ")":
+                self.i += 1
+                break
+            elif ch in "\n;&(<>":
+                break  # not a pattern bash would take: left to the commands around it
+            else:
+                words.append(self.word())
+        self.commands.append(RawCommand(words, pattern=True))
+
+    def _in_test(self, current: RawCommand) -> bool:
+        """Inside `[[ ... ]]`, where `&&`, `||`, `<`, `>` and parentheses belong to the test."""
+        plain = [unquoted_text(w) for w in current.words]
+        return "[[" in plain and "]]" not in plain[plain.index("[["):]
+
+    def _arith_command(self) -> Word:
+        """`(( expr ))` as a command (a condition, or an update like `((i++))`)."""
+        line, start = self.line, self.i
+        end = self._balanced("(", ")", self.i)
+        self.i = end + 1
+        inner = self.text[start + 2:end - 1]
+        return Word([Part("test", inner, False, line, raw=self.text[start:end + 1])], line, self.text[start:end + 1])
+
+    def _array_words(self) -> list[Word]:
+        """The words of `NAME=( ... )`: over several lines, with comment lines between them."""
+        text, n = self.text, len(self.text)
+        self.i += 1  # the opening parenthesis
+        words: list[Word] = []
+        while self.i < n:
+            ch = text[self.i]
+            if ch == "\n":
+                self.line += 1
+                self.i += 1
+            elif ch in " \t\r":
+                self.i += 1
+            elif ch == "\\" and text.startswith("\\\n", self.i):
+                self.i += 2
+                self.line += 1
+            elif ch == "#":
+                while self.i < n and text[self.i] != "\n":
+                    self.i += 1
+            elif ch == ")":
+                self.i += 1
+                return words
+            elif ch in ";|&(<>":
+                raise self.error("unexpected operator inside an array")
+            else:
+                words.append(self.word())
+        raise self.error("unterminated array '('")
 
     def _end(self, current: RawCommand) -> RawCommand:
         if current.words:
@@ -331,9 +439,13 @@ class Lexer:
             self.i = end + 1
             body = text[i + 2:end]
             m = _PARAM.match(body)
-            if m:
+            if m and not (m.group(1) and m.group(4)):  # `${#x:-y}` is not bash
+                return Part("var", m.group(2), quoted, line, op=m.group(4), arg=m.group(5), raw=text[i:end + 1],
+                            index=m.group(3), length=bool(m.group(1)))
+            m = _TRANSFORM.match(body)
+            if m:  # ${x##*/}, ${x%.*}, ${x//a/b}, ${x,,}, ${x:0:3}
                 return Part("var", m.group(1), quoted, line, op=m.group(2), arg=m.group(3), raw=text[i:end + 1])
-            return Part("cmd", body, quoted, line, raw=text[i:end + 1])  # ${#x}, ${x/a/b}, ...: not resolved
+            return Part("cmd", body, quoted, line, raw=text[i:end + 1])  # ${!x}, ...: not resolved
         m = NAME.match(text, i + 1)
         if m:
             self.i = m.end()
@@ -345,6 +457,13 @@ class Lexer:
         return Part("lit", "$", quoted, line)
 
 
+def unquoted_text(word: Word) -> str | None:
+    """A word's text when it is all unquoted literal (a keyword), else None."""
+    if all(p.kind == "lit" and not p.quoted for p in word.parts):
+        return "".join(p.text for p in word.parts)
+    return None
+
+
 # --- arithmetic ------------------------------------------------------------------------------------
 
 
@@ -352,13 +471,17 @@ class Unresolved(Exception):
     """A value that depends on something the script does not define."""
 
 
+_COMPARE = {ast.Lt: lambda a, b: a < b, ast.LtE: lambda a, b: a <= b, ast.Gt: lambda a, b: a > b,
+            ast.GtE: lambda a, b: a >= b, ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b}
 _ARITH_OPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Pow: "**", ast.Mod: "%", ast.FloorDiv: "/",
               ast.LShift: "<<", ast.RShift: ">>"}
 
 
 def arith(expr: str, lookup) -> int:
-    """Bash integer arithmetic: + - * / % ** and parentheses over numbers and variables."""
+    """Bash integer arithmetic: + - * / % ** and parentheses over numbers and variables, and the
+    comparisons and logic of conditions (`iter > 0 && n != 2`: 1 or 0)."""
     expr = re.sub(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?", r"\1", expr).replace("/", "//").replace("////", "//")
+    expr = re.sub(r"!(?!=)", " not ", expr.replace("&&", " and ").replace("||", " or "))
     if len(expr) > 500:
         raise Unresolved()
     source = expr.strip()
@@ -387,6 +510,16 @@ def arith(expr: str, lookup) -> int:
             return int(arithmetic.unary(sign, ev(operand), mode="bash"))
         if isinstance(node, ast.BinOp) and type(node.op) in _ARITH_OPS:
             return binary(type(node.op), ev(node.left), ev(node.right))
+        if isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in _COMPARE:
+            return int(_COMPARE[type(node.ops[0])](ev(node.left), ev(node.comparators[0])))
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            return int(not ev(node.operand))
+        if isinstance(node, ast.BoolOp):  # && and || stop at the first operand that decides
+            for operand in node.values:
+                truth = ev(operand) != 0
+                if truth != isinstance(node.op, ast.And):
+                    return int(truth)
+            return int(isinstance(node.op, ast.And))
         raise Unresolved()
 
     def binary(op: type, left: int, right: int) -> int:
