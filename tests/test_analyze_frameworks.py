@@ -624,3 +624,16 @@ def test_a_data_file_given_by_a_flag_is_cited_at_the_flag(tmp_path):
     (tmp_path / "run.sh").write_text("python train.py \\\n  --dataset ./data/goals.jsonl\n")
     plan = analyze(tmp_path / "run.sh", [tmp_path / "train.py"])
     assert (plan.settings.dataset.value, plan.settings.dataset.source) == ("./data/goals.jsonl", "run.sh:2")
+
+
+def test_a_config_beside_the_launcher_named_through_dollar_zero_is_read(tmp_path):
+    (tmp_path / "cfg").mkdir()
+    (tmp_path / "cfg" / "sft.yaml").write_text("learning_rate: 3.0e-6\nmodel_name_or_path: Qwen/Qwen2.5-0.5B\n")
+    (tmp_path / "sft.py").write_text(
+        "from trl import SFTConfig, SFTTrainer, TrlParser\n"
+        "(args,) = TrlParser((SFTConfig,)).parse_args_and_config()\n"
+        "SFTTrainer(model=args.model_name_or_path, args=args).train()\n")
+    (tmp_path / "run.sh").write_text('python $(dirname "$0")/sft.py --config $(dirname "$0")/cfg/sft.yaml\n')
+    plan = analyze(tmp_path / "run.sh", [tmp_path / "sft.py"])
+    assert (plan.settings.learning_rate.value, plan.settings.learning_rate.source) == (3e-6, "cfg/sft.yaml:1")
+    assert plan.settings.base_model.value == "Qwen/Qwen2.5-0.5B"

@@ -6,6 +6,7 @@ are relative to the primary file's folder.
 """
 
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -202,6 +203,8 @@ def _link_launches(project: Project) -> None:
             for arg in [*command.launcher_args, *command.flags()]:
                 if arg.name in CONFIG_FLAGS and arg.value is not None and isinstance(arg.value.value, str):
                     _follow_config(project, f, arg.value.value)
+                elif arg.name in CONFIG_FLAGS and arg.value is None and _OWN_FOLDER.match(arg.raw or ""):
+                    _follow_config(project, f, arg.raw)  # only the machine knows $0, but the file is beside it
             named = {a.name: a.value.value for a in command.flags() if a.value is not None}
             hydra_name = named.get("config_name")
             if isinstance(hydra_name, str) and not hydra_name.endswith((".yaml", ".yml")):
@@ -247,7 +250,13 @@ def _launched_importer(project: Project, f: InputFile) -> InputFile | None:
     return found[0] if len(found) == 1 else None
 
 
+# `$(dirname "$0")/`, `$(cd "$(dirname "$0")" && pwd)/`, `${0%/*}/`: the launcher's own folder.
+_OWN_FOLDER = re.compile(r'^(\$\(dirname "?\$0"?\)|\$\(cd "?\$\(dirname "?\$0"?\)"? && pwd\)|\$\{0%/\*\}|'
+                         r'\$\{BASH_SOURCE\[0\]%/\*\})/')
+
+
 def _follow_config(project: Project, shell_file: InputFile, written: str) -> None:
+    written = _OWN_FOLDER.sub("", written)
     if project.find(written, shell_file.path.parent) is not None:
         return
     candidate = shell_file.path.parent / os.path.expanduser(written)
