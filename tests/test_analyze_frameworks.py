@@ -637,3 +637,14 @@ def test_a_config_beside_the_launcher_named_through_dollar_zero_is_read(tmp_path
     plan = analyze(tmp_path / "run.sh", [tmp_path / "sft.py"])
     assert (plan.settings.learning_rate.value, plan.settings.learning_rate.source) == (3e-6, "cfg/sft.yaml:1")
     assert plan.settings.base_model.value == "Qwen/Qwen2.5-0.5B"
+
+
+def test_a_reward_file_only_the_machine_can_place_is_still_the_reward_file(tmp_path):
+    plan = plan_of(tmp_path, "run.sh", """
+        WORK_DIR=$(cd "$(dirname "$0")/.." && pwd)
+        python3 -m openrlhf.cli.train_ppo_ray \\
+           --pretrain Qwen/Qwen2.5-0.5B \\
+           --advantage_estimator group_norm \\
+           --remote_rm_url ${WORK_DIR}/rewards/math_reward.py
+        """)
+    assert plan.settings.reward_functions.value == ['$(cd "$(dirname "$0")/.." && pwd)/rewards/math_reward.py:reward_func']

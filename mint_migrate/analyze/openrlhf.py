@@ -244,10 +244,11 @@ def _warnings(project: Project, flags: dict[str, Arg], algorithm: Algorithm, ev:
 
 
 def _reward(project: Project, flags: dict[str, Arg], ev: Evidence) -> None:
-    remote = _value(flags, "remote_rm_url", "reward.remote_url")
-    if remote is None:
+    remote = _value(flags, "remote_rm_url", "reward.remote_url") or next(
+        (flags[n].literal(Level.COMMAND) for n in ("remote_rm_url", "reward.remote_url") if n in flags), None)
+    if remote is None or remote.value is None:
         return
-    target = str(remote.value)
+    target = str(remote.value)  # as written when only the machine knows part of it (`$(cd ... && pwd)/r.py`)
     if not target.endswith(".py"):
         ev.setting("reward_functions", remote.with_value([target]))
         ev.warn("REWARD_MODEL_SCORING", f"Rewards come from a remote server ({target}); call it from the reward "
