@@ -648,3 +648,26 @@ def test_a_reward_file_only_the_machine_can_place_is_still_the_reward_file(tmp_p
            --remote_rm_url ${WORK_DIR}/rewards/math_reward.py
         """)
     assert plan.settings.reward_functions.value == ['$(cd "$(dirname "$0")/.." && pwd)/rewards/math_reward.py:reward_func']
+
+
+def test_a_preference_loss_in_a_module_of_its_own_is_dpo(tmp_path):
+    plan = plan_of(tmp_path, "train.py", """
+        import torch
+        from transformers import AutoModelForCausalLM
+        from losses import preference_loss
+
+        model = AutoModelForCausalLM.from_pretrained("Qwen/Qwen2.5-0.5B")
+        optimizer = torch.optim.AdamW(model.parameters(), lr=5e-7)
+        for batch in batches():
+            loss = preference_loss(model, batch)
+            loss.backward()
+            optimizer.step()
+        """, ("losses.py", """
+        import torch.nn.functional as F
+
+        def preference_loss(model, batch, beta=0.1):
+            chosen, rejected = model(batch["chosen"]), model(batch["rejected"])
+            return -F.logsigmoid(beta * (chosen - rejected)).mean()
+        """))
+    assert (plan.framework, plan.algorithm) == ("pytorch", "dpo")
+    assert (plan.settings.beta.value, plan.settings.beta.source) == (0.1, "losses.py:3")  # the loss's default

@@ -65,6 +65,7 @@ def analyze(project: Project, ev: Evidence) -> None:
         _constructs(src, ev)
     _hf_flags(project, ev)
     if found_loop:
+        _split_preference(project, ev)
         _split_policy_gradient(project, ev)
     if not found_loop:
         raise MintMigrateError(
@@ -272,6 +273,20 @@ _RL = ("grpo", "ppo", "reinforce")
 # reshaped to (prompts, samples) and normalised along the samples.
 _GROUPED = re.compile(r"(?<!param_)(?<!process_)group(?!by)|per_prompt|per_question|per_problem|num_generations|"
                       r"\.(mean|std)\(\s*(dim\s*=\s*)?-?1\s*,\s*keepdim|\.view\(\s*-1\s*,")
+
+
+def _split_preference(project: Project, ev: Evidence) -> None:
+    """A preference loss (`-logsigmoid(beta * (chosen - rejected))`) in a module of its own
+    (`losses.py`) that the training file calls: the inputs together are DPO."""
+    if any(v.weight >= 3 for v in ev.votes):
+        return
+    for f in project.pythons():
+        calls = {c.name: c.loc for c in f.python.calls}
+        text = f.python.text.lower()
+        if "logsigmoid" in calls and "chosen" in text and "rejected" in text:
+            ev.vote("dpo", calls["logsigmoid"], "logsigmoid(beta * (chosen - rejected)) loss, in a module of the "
+                    "loop's", 3)
+            return
 
 
 def _split_policy_gradient(project: Project, ev: Evidence) -> None:
