@@ -671,3 +671,36 @@ def test_a_preference_loss_in_a_module_of_its_own_is_dpo(tmp_path):
         """))
     assert (plan.framework, plan.algorithm) == ("pytorch", "dpo")
     assert (plan.settings.beta.value, plan.settings.beta.source) == (0.1, "losses.py:3")  # the loss's default
+
+
+@pytest.mark.parametrize(("trainer", "extra_import", "framework", "algorithm"), [
+    ("SimPOTrainer", "", "pytorch", "dpo"),
+    ("MyGRPOTrainer", "from trl import ModelConfig", "trl", "grpo"),
+    ("POTrainer", "", "pytorch", "other"),  # a name that says nothing: no guess
+])
+def test_a_run_handed_to_the_projects_own_trainer_class_not_given(tmp_path, trainer, extra_import, framework, algorithm):
+    """A handbook-style entry (`parser.parse()`, `trainer = XTrainer(...)`, `trainer.train()`) whose
+    trainer module is not among the inputs: the recipe's settings are read, the class name says the
+    algorithm when it can."""
+    plan = plan_of(tmp_path, "run_po.py", f"""
+        {extra_import}
+        from transformers import set_seed
+        from alignment import DataArguments, H4ArgumentParser, ModelArguments, get_datasets
+        from po_trainer import {trainer}
+
+        def main():
+            model_args, data_args, training_args = H4ArgumentParser((ModelArguments, DataArguments)).parse()
+            set_seed(training_args.seed)
+            datasets = get_datasets(data_args)
+            trainer = {trainer}(model=model_args.model_name_or_path, args=training_args, train_dataset=datasets["train"])
+            trainer.train()
+        """, ("recipe.yaml", """
+        model_name_or_path: acme/llama-3-8b-sft
+        dataset_mixer:
+          acme/ultrafeedback-pairs: 1.0
+        learning_rate: 1.0e-6
+        num_train_epochs: 1
+        """))
+    assert (plan.framework, plan.algorithm) == (framework, algorithm)
+    assert plan.settings.learning_rate.source == "recipe.yaml:4"
+    assert (plan.settings.dataset.value, plan.settings.dataset.source) == ("acme/ultrafeedback-pairs", "recipe.yaml:3")

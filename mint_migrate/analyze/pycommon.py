@@ -189,6 +189,26 @@ def function_names(node: cst.BaseExpression | None, src: PySource, scope) -> lis
     return None
 
 
+# What a trainer class's own name says it trains (`SimPOTrainer`, `MyGRPOTrainer`), most specific first.
+_NAMED_ALGORITHMS = (("grpo", "grpo"), ("rloo", "reinforce"), ("reinforce", "reinforce"), ("ppo", "ppo"),
+                     ("orpo", "orpo"), ("kto", "kto"), ("simpo", "dpo"), ("dpo", "dpo"), ("ipo", "dpo"),
+                     ("cpo", "dpo"), ("preference", "dpo"), ("reward", "reward_model"), ("distil", "distillation"),
+                     ("gkd", "distillation"), ("sft", "sft"), ("supervised", "sft"))
+
+
+def algorithm_in_name(name: str) -> str | None:
+    low = name.lower()
+    return next((algorithm for word, algorithm in _NAMED_ALGORITHMS if word in low), None)
+
+
+def trainer_runs(src: PySource) -> list[CallSite]:
+    """`trainer = SimPOTrainer(...)` ... `trainer.train()`: the script hands its run to a trainer
+    class (transformers' or the project's own), which `train()` starts."""
+    if not src.calls_named("train"):
+        return []
+    return [c for c in src.calls if c.name.endswith("Trainer") and c.name[:1].isupper()]
+
+
 def estimator_algorithm(name: str, known: dict) -> tuple[str, str | None]:
     """(algorithm, variant) of an advantage estimator: the framework's table, else what a fork's own
     estimator's name says (`drgrpo`, `grpo_norm_by_len`, `rloo_token`), else other."""

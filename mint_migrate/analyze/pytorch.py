@@ -15,6 +15,7 @@ from mint_migrate.analyze.evidence import Evidence, Loc, Value
 from mint_migrate.analyze.inputs import Project
 from mint_migrate.analyze.pycommon import (
     TEACHER_FLAG,
+    algorithm_in_name,
     dataset_calls,
     dataset_id,
     function_names,
@@ -25,6 +26,7 @@ from mint_migrate.analyze.pycommon import (
     optimizer_lr,
     teacher_warning,
     trained_model_call,
+    trainer_runs,
 )
 from mint_migrate.analyze.pyvalues import PySource
 from mint_migrate.analyze.registry import Analyzer
@@ -48,6 +50,7 @@ def is_training_script(src: PySource) -> bool:
     """A loop (backward, an optimizer), transformers' Trainer, or a hydra-configured program that
     builds an optimizer over a model's parameters (`getattr(torch.optim, cfg.optimizer)(...)`)."""
     return (bool(src.calls_named("backward")) or bool(optimizer_lr(src)) or bool(src.calls_named(*_HF_TRAINERS))
+            or bool(trainer_runs(src))
             or (bool(src.calls_named("parameters")) and any(c.qualname == "hydra.main" for c in src.calls)))
 
 
@@ -64,6 +67,11 @@ def analyze(project: Project, ev: Evidence) -> None:
         _algorithm(src, ev)
         _constructs(src, ev)
     _hf_flags(project, ev)
+    if found_loop and ev.best("dataset") is None:  # a recipe read by an HfArgumentParser-style parser
+        from mint_migrate.analyze.trl import dataset_mixture
+
+        for y in project.yamls():
+            dataset_mixture(y, ev)
     if found_loop:
         _split_preference(project, ev)
         _split_policy_gradient(project, ev)
@@ -107,6 +115,10 @@ def _hf_trainer(src: PySource, ev: Evidence) -> None:
                 ev.setting(FIELDS[key], value)
     for call in src.calls_named(*_HF_TRAINERS):
         ev.vote("sft", call.loc, f"transformers {call.name} on a causal LM (the model's own next-token loss)", 2)
+    for call in trainer_runs(src):  # a trainer class of the project's own, its loss not in the inputs
+        named = algorithm_in_name(call.name) if call.name not in _HF_TRAINERS else None
+        if named is not None:
+            ev.vote(named, call.loc, f"{call.name}(...): what the trainer class's name says", 1)
         ev.construct(f"{call.name}(model, args=TrainingArguments(...))", call.loc,
                      "training loop: forward_backward(data, 'cross_entropy') + optim_step(AdamParams)")
 

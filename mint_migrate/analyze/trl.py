@@ -15,6 +15,7 @@ from mint_migrate.analyze.evidence import Evidence, Level, Loc, Value
 from mint_migrate.analyze.inputs import InputFile, Project, command_flags
 from mint_migrate.analyze.pycommon import (
     TEACHER_FLAG,
+    algorithm_in_name,
     dataset_calls,
     dataset_id,
     function_names,
@@ -24,6 +25,7 @@ from mint_migrate.analyze.pycommon import (
     passed_in,
     server_side,
     teacher_warning,
+    trainer_runs,
 )
 from mint_migrate.analyze.pyvalues import CallSite, PySource
 from mint_migrate.analyze.registry import Analyzer
@@ -116,13 +118,13 @@ def analyze(project: Project, ev: Evidence) -> None:
                     "flags were read as TRL fields. Pass the script with --config to read it too.", command.loc)
     reads_recipe = (
         project.primary.yaml is not None
-        or any(_parses_trl(f.python) for f in project.pythons())
+        or any(_parses_trl(f.python) or f.python.parsed_dataclasses() for f in project.pythons())
         or any(c.program == "trl" or (c.script and s is None) for c, s in project.launches)
     )
     if reads_recipe:
         for y in project.yamls():
             fields += [(key, value) for key, value in y.yaml.values.items() if "." not in key]
-            _dataset_mixture(y, ev)
+            dataset_mixture(y, ev)
 
     _apply_fields(fields, algorithm, ev)
     _warnings(algorithm, ev)
@@ -174,6 +176,12 @@ def _vote_algorithm(project: Project, ev: Evidence) -> None:
                 break
         if keys & {"dataset_text_field", "packing", "max_seq_length"}:
             ev.vote("sft", first, "SFT keys (max_seq_length / packing)", 1)
+    if not any(v.weight >= 2 for v in ev.votes):  # the project's own trainer, defined in a file not given
+        for f in project.pythons():
+            for call in trainer_runs(f.python):
+                named = algorithm_in_name(call.name)
+                if named is not None and trl_class(call.name, TRAINERS) is None:
+                    ev.vote(named, call.loc, f"{call.name}(...): what the trainer class's name says", 1)
     if not ev.votes:
         ev.vote("sft", None, "no trainer, config class, preference or RL keys found", 0)
 
@@ -305,11 +313,13 @@ def _flag_fields(flags: dict[str, Value]) -> list[tuple[str, Value]]:
             or name in {"beta", "reward_funcs", "dataset_mixer", "sft_model_path"}]
 
 
-def _dataset_mixture(y: InputFile, ev: Evidence) -> None:
-    mixer = y.yaml.get("dataset_mixer")
-    if mixer is not None and isinstance(mixer.value, dict):
-        ev.setting("dataset", mixer.with_value(list(mixer.value)) if len(mixer.value) > 1
-                   else mixer.with_value(next(iter(mixer.value))))
+def dataset_mixture(y: InputFile, ev: Evidence) -> None:
+    """A recipe's dataset_mixer (ids with weights) or dataset_mixture (a list of datasets): its ids."""
+    mixer = y.yaml.under("dataset_mixer")  # {id: weight}, flattened by the reader: `dataset_mixer.<id>`
+    if mixer:
+        first = next(iter(mixer.values()))
+        ids = list(mixer)
+        ev.setting("dataset", first.with_value(ids if len(ids) > 1 else ids[0]))
     mixture = y.yaml.get("dataset_mixture.datasets")
     if mixture is not None and isinstance(mixture.value, list):
         ids = list(dict.fromkeys(d.get("id") for d in mixture.value if isinstance(d, dict) and d.get("id")))
