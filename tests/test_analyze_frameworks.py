@@ -704,3 +704,22 @@ def test_a_run_handed_to_the_projects_own_trainer_class_not_given(tmp_path, trai
     assert (plan.framework, plan.algorithm) == (framework, algorithm)
     assert plan.settings.learning_rate.source == "recipe.yaml:4"
     assert (plan.settings.dataset.value, plan.settings.dataset.source) == ("acme/ultrafeedback-pairs", "recipe.yaml:3")
+
+
+def test_forks_that_renamed_the_package_are_read_by_their_overrides_and_cli_entry_points(tmp_path):
+    plan = plan_of(tmp_path, "run.sh", """
+        python3 -m skyfork.trainer.main_ppo algorithm.adv_estimator=grpo \\
+            data.train_files=$HOME/data/math/train.parquet \\
+            actor_rollout_ref.model.path=Qwen/Qwen2.5-7B \\
+            actor_rollout_ref.actor.optim.lr=1e-6 \\
+            actor_rollout_ref.rollout.n=16
+        """)
+    assert (plan.framework, plan.algorithm) == ("verl", "grpo")
+    assert plan.settings.learning_rate.value == 1e-6 and plan.settings.num_generations.value == 16
+    plan = plan_of(tmp_path, "run.sh", """
+        deepspeed --module openrlhf_m.cli.train_dpo \\
+           --pretrain Qwen/Qwen2.5-VL-3B \\
+           --beta 0.1 \\
+           --learning_rate 5e-7
+        """)
+    assert (plan.framework, plan.algorithm) == ("openrlhf", "dpo") and plan.settings.beta.value == 0.1

@@ -88,7 +88,12 @@ def optimizer_defaults(algorithm: Algorithm) -> dict[str, tuple[float, str]]:
 
 
 def is_openrlhf_command(command: Command) -> bool:
-    return (command.module or command.script or "").startswith("openrlhf") or "openrlhf/cli" in (command.script or "")
+    """OpenRLHF's entry points, or a fork's (`openrlhf_m.cli.train_ppo_ray`, `my_rlhf/cli/train_dpo.py`)."""
+    target = command.module or command.script or ""
+    if target.startswith("openrlhf") or "openrlhf/cli" in (command.script or ""):
+        return True
+    parts = target.removesuffix(".py").replace("/", ".").split(".")
+    return len(parts) >= 2 and parts[-2] == "cli" and parts[-1] in ENTRY_POINTS
 
 
 def entry_point(command: Command) -> str:

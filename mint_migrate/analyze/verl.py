@@ -101,8 +101,13 @@ def optimizer_defaults(algorithm: Algorithm) -> dict[str, tuple[float, str]]:
 
 
 def is_verl_command(command: Command) -> bool:
+    """verl's own entry points, or a fork's (its package renamed) given verl's config overrides."""
     target = command.module or command.script or ""
-    return target.startswith(("verl.", "recipe.")) or "/verl/" in target
+    if target.startswith(("verl.", "recipe.")) or "/verl/" in target or ".verl." in target:
+        return True
+    keys = [a.name for a in command.args if a.kind == "override" and a.name]
+    return sum(k.startswith(("actor_rollout_ref.", "algorithm.adv_estimator", "critic.", "data.train_files"))
+               for k in keys) >= 2
 
 
 def looks_like_config(keys: list[str]) -> bool:
