@@ -723,3 +723,17 @@ def test_forks_that_renamed_the_package_are_read_by_their_overrides_and_cli_entr
            --learning_rate 5e-7
         """)
     assert (plan.framework, plan.algorithm) == ("openrlhf", "dpo") and plan.settings.beta.value == 0.1
+
+
+def test_an_alignment_handbook_entry_is_trl_like_the_handbook_itself(tmp_path):
+    """LABELING.md: alignment-handbook and open-r1 drive TRL trainers; an entry importing only the
+    handbook's package (its trainer in a module not given) is a TRL run."""
+    plan = plan_of(tmp_path, "run_pref.py", """
+        from alignment import DataArguments, H4ArgumentParser, ModelArguments, get_datasets
+        from pref_trainer import PrefTrainer
+
+        model_args, data_args, training_args = H4ArgumentParser((ModelArguments, DataArguments)).parse()
+        trainer = PrefTrainer(model=model_args.model_name_or_path, args=training_args)
+        trainer.train()
+        """)
+    assert plan.framework == "trl"

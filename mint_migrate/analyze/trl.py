@@ -596,12 +596,13 @@ ANALYZER = Analyzer(
     read_task=read_task,
     name="trl",
     signals="`from trl import SFTTrainer/DPOTrainer/GRPOTrainer/...`, `*Config(...)`, `TrlParser`/`HfArgumentParser`, "
-            "`trl sft ...`, recipe YAMLs (`model_name_or_path`, `learning_rate`, ...)",
+            "`trl sft ...`, recipe YAMLs (`model_name_or_path`, `learning_rate`, ...), alignment-handbook or open-r1 "
+            "entry points (they drive TRL trainers)",
     analyze=analyze,
     defaults=defaults,
     optimizer_defaults=optimizer_defaults,
     reserved_names=("model_name_or_path",),  # PPO examples load only the tokenizer from it
-    imports=("trl",),
+    imports=("trl", "alignment", "open_r1"),  # alignment-handbook and open-r1 drive TRL trainers
     detect_command=_is_trl_command,
     detect_config=looks_like_recipe,
 )
