@@ -684,12 +684,13 @@ def test_a_run_handed_to_the_projects_own_trainer_class_not_given(tmp_path, trai
     algorithm when it can."""
     plan = plan_of(tmp_path, "run_po.py", f"""
         {extra_import}
-        from transformers import set_seed
-        from alignment import DataArguments, H4ArgumentParser, ModelArguments, get_datasets
+        from transformers import HfArgumentParser, set_seed
+        from po_args import DataArguments, ModelArguments, get_datasets
         from po_trainer import {trainer}
 
         def main():
-            model_args, data_args, training_args = H4ArgumentParser((ModelArguments, DataArguments)).parse()
+            parser = HfArgumentParser((ModelArguments, DataArguments))
+            model_args, data_args, training_args = parser.parse_yaml_file("recipe.yaml")
             set_seed(training_args.seed)
             datasets = get_datasets(data_args)
             trainer = {trainer}(model=model_args.model_name_or_path, args=training_args, train_dataset=datasets["train"])
