@@ -105,6 +105,9 @@ class Supervised:
         finally:
             os.close(status_write)
         self._status: int | None = status_read
+        # poll() runs on the caller's threads and from stop_all() in a signal handler: one reads the
+        # pipe at a time (re-entrant: a handler may interrupt a read), and none reads a closed fd.
+        self._status_lock = threading.RLock()
         self._status_text = ""
         self._returncode: int | None = None
         self.timed_out = False
@@ -151,21 +154,20 @@ class Supervised:
 
     def _read_status(self) -> None:
         """Take in what the reaper reported since the last look (never blocks)."""
-        if self._status is None:
-            return
-        while True:
-            try:
-                chunk = os.read(self._status, 256)
-            except BlockingIOError:
-                break
-            if not chunk:  # the reaper is gone; without a report the command's end is the reaper's
-                self._close_status()
-                self._parse_status()
-                if self._returncode is None:
-                    self._returncode = self.popen.wait()
-                return
-            self._status_text += chunk.decode()
-        self._parse_status()
+        with self._status_lock:
+            while self._status is not None:
+                try:
+                    chunk = os.read(self._status, 256)
+                except BlockingIOError:
+                    break
+                if not chunk:  # the reaper is gone; without a report the command's end is the reaper's
+                    self._close_status()
+                    self._parse_status()
+                    if self._returncode is None:
+                        self._returncode = self.popen.wait()
+                    return
+                self._status_text += chunk.decode()
+            self._parse_status()
 
     def _parse_status(self) -> None:
         while "\n" in self._status_text:
@@ -175,10 +177,11 @@ class Supervised:
                 self._returncode = int(value)
 
     def _close_status(self) -> None:
-        if self._status is not None:
-            with contextlib.suppress(OSError):
-                os.close(self._status)
-            self._status = None
+        with self._status_lock:
+            if self._status is not None:
+                with contextlib.suppress(OSError):
+                    os.close(self._status)
+                self._status = None
 
     # --- output ----------------------------------------------------------------------------
 
@@ -239,6 +242,7 @@ class Supervised:
         return self.poll()
 
     def wait(self, timeout: float | None = None) -> int:
+        """The command's exit code once it has exited (its tree may still run); as Popen.wait."""
         end = None if timeout is None else time.monotonic() + timeout
         while (code := self.poll()) is None:
             left = None if end is None else end - time.monotonic()
