@@ -91,7 +91,7 @@ class LocalServer:
             cmd.append("--no-jwt-auth")
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         with open(log, "a", encoding="utf-8") as log_file:  # the child keeps its own copy of the fd
-            proc = Supervised(cmd, env=env, stderr=log_file, name="mint-local", watch=False)
+            proc = Supervised(cmd, env=env, stderr=log_file, name="mint-local")
         try:
             base_url = None
             for line in proc.lines(deadline=time.monotonic() + timeout_s):

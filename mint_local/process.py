@@ -2,22 +2,22 @@
 
 The one process helper of this project: mint-local's launcher runs the server with it, and
 mint-migrate's smoke runs run the training script with it. A `Supervised` process
-- starts in its own session (so its process group is everything it starts that stays in it, and a
-  Ctrl-C meant for the caller does not reach it);
-- carries a tag in its environment (MINT_PROCESS_TAG), inherited by everything it starts, so a
-  child that moved to a session of its own, or was orphaned, is still found in /proc;
-- runs under a caller that is a child subreaper (Linux prctl), so orphans of the tree are
-  reparented to the caller, not to init, and can be reaped;
-- is watched (unless started with watch=False, as mint-local is): a thread records every
-  descendant by its PPid chain (and start time, against PID
-  reuse) while the tree runs, so a child that cleared its environment (no tag) and called setsid
-  (a group of its own) is still known after its parent exited; an orphan reparented to the caller
-  in a session of its own, too quick for the watch, is claimed by the trees then running;
+- runs under a reaper of its own (mint_local/reaper.py, one small Python process between the caller
+  and the command), which is the child subreaper of the command's tree (Linux prctl): a child that
+  cleared its environment, called setsid and was orphaned by a double fork is reparented to the
+  reaper, not to init. So while the reaper runs, every process the command started is its
+  descendant by PPid, found in one read of /proc whenever it is asked, however quickly the daemon
+  forked: by construction, not by sampling. Each tree has its own reaper, so two runs at once never
+  claim each other's processes. The reaper reaps them all and exits once the tree is empty;
+- starts in its own session (the reaper's: a Ctrl-C meant for the caller does not reach it);
+- carries a tag in its environment (MINT_PROCESS_TAG), inherited by everything it starts: what
+  still finds the tree's processes if the reaper itself was killed from outside;
 - hands its output to the caller line by line (a reader thread), with a deadline and a cancel
-  event, and stops reading once the process has exited even if a leftover child still holds the
+  event, and stops reading once the command has exited even if a leftover child still holds the
   pipe open;
-- is stopped by one kill ladder: SIGTERM to the group and every tagged process, a grace period,
-  then SIGKILL, and reports what was still running besides the process itself.
+- is stopped by one kill ladder: SIGTERM to every process of the tree, a grace period, then SIGKILL
+  until the reaper exits (its exit is the proof that nothing is left), and reports what was
+  still running besides the command itself.
 
 Every live Supervised process is registered, so `stop_all()` (called at exit, and by the signal
 handlers of long-running front ends) leaves nothing behind. Standard library only: importing this
@@ -29,7 +29,6 @@ from __future__ import annotations
 import atexit
 import collections
 import contextlib
-import ctypes
 import os
 import signal
 import subprocess
@@ -42,18 +41,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 TAG_ENV = "MINT_PROCESS_TAG"
-PR_SET_CHILD_SUBREAPER = 36
+_REAPER = str(Path(__file__).with_name("reaper.py"))
+_HAS_PROC = os.path.isdir("/proc")
 # Once the process has exited while others of its tree still run (and may hold the pipe open),
 # how long to keep reading before stopping them; their last lines are still collected at stop().
 LINGER_AFTER_EXIT_S = 2.0
 _POLL_S = 0.02  # how often lines() looks for new output (a sleep: no lock for Ctrl-C to interrupt)
+# SIGKILL cannot be refused, but a process in the kernel (D state) may take a while to go.
+_KILL_WAIT_S = 10.0
 
-_WATCH_S = 0.2  # how often the watcher reads the process table (a few ms each time)
 _LIVE: set[Supervised] = set()
-_OURS: dict[str, int] = {}  # tag -> pid of every process started here
 _LIVE_LOCK = threading.RLock()  # re-entered by stop_all() from a signal handler
-_SUBREAPER: bool | None = None
-_WATCHER: threading.Thread | None = None
 
 
 @dataclass(frozen=True)
@@ -66,20 +64,9 @@ class Leftover:
     survived: bool = False
 
 
-def become_subreaper() -> bool:
-    """Make this process the reaper of orphaned descendants (Linux); False where unsupported."""
-    global _SUBREAPER
-    if _SUBREAPER is None:
-        _SUBREAPER = False
-        if sys.platform.startswith("linux"):
-            with contextlib.suppress(OSError, AttributeError):
-                libc = ctypes.CDLL(None, use_errno=True)
-                _SUBREAPER = libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
-    return _SUBREAPER
-
-
 class Supervised:
-    """A child process in its own session, whose whole tree `stop()` ends."""
+    """A child process under its own reaper, in its own session, whose whole tree `stop()` ends.
+    `.pid` is the command's own process (not the reaper's)."""
 
     def __init__(
         self,
@@ -91,36 +78,51 @@ class Supervised:
         stderr=subprocess.STDOUT,
         name: str = "process",
         pass_fds: Sequence[int] = (),
-        watch: bool = True,
     ) -> None:
-        become_subreaper()
-        # A long-lived server that starts no daemons says watch=False: the watch costs a read of the
-        # process table every _WATCH_S for as long as it lives, and it would claim every process in a
-        # session of its own that the caller starts meanwhile (the caller's own children among them).
-        self.watch = watch
+        self.args = list(command)
         self.tag = f"{name}-{uuid.uuid4().hex}"
         self.started = time.time()
         environment = dict(os.environ if env is None else env)
         environment[TAG_ENV] = self.tag
-        self.popen = subprocess.Popen(
-            list(command),
-            cwd=None if cwd is None else str(cwd),
-            env=environment,
-            stdin=subprocess.DEVNULL,
-            stdout=stdout,
-            stderr=stderr,
-            text=True,
-            encoding="utf-8",
-            errors="replace",
-            start_new_session=True,
-            pass_fds=tuple(pass_fds),
-        )
-        self.pid = self.popen.pid
+        status_read, status_write = os.pipe()
+        try:
+            self.popen = subprocess.Popen(
+                [sys.executable, "-I", "-S", _REAPER, str(status_write), *self.args],
+                cwd=None if cwd is None else str(cwd),
+                env=environment,
+                stdin=subprocess.DEVNULL,
+                stdout=stdout,
+                stderr=stderr,
+                text=True,
+                encoding="utf-8",
+                errors="replace",
+                start_new_session=True,
+                pass_fds=(*pass_fds, status_write),
+            )
+        except BaseException:
+            os.close(status_read)
+            raise
+        finally:
+            os.close(status_write)
+        self._status: int | None = status_read
+        # poll() runs on the caller's threads and from stop_all() in a signal handler: one reads the
+        # pipe at a time (re-entrant: a handler may interrupt a read), and none reads a closed fd.
+        self._status_lock = threading.RLock()
+        self._status_text = ""
+        self._returncode: int | None = None
         self.timed_out = False
         self.cancelled = False
         self.leftovers: list[Leftover] = []
-        self._descendants: dict[int, int] = {}  # pid -> start time (clock ticks) of every process seen in the tree
-        self._start_ticks: int | None = None
+        reaper = _stat(self.popen.pid)  # still there, gone or not: nobody has waited for it yet
+        self._reaper_ticks = None if reaper is None else reaper.ticks
+        try:
+            self.pid = self._started()
+        except BaseException:  # the command did not start (or Ctrl-C): leave neither it nor its reaper
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.popen.pid, signal.SIGKILL)
+            self.popen.wait()
+            self._close_status()
+            raise
         # A deque, not a queue.Queue: Ctrl-C raises KeyboardInterrupt wherever the main thread is, and
         # one landing just after a Queue took its lock leaves that lock held for ever (the next
         # get() hangs). deque's append/popleft take no lock the main thread could be holding.
@@ -131,9 +133,55 @@ class Supervised:
             self._reader.start()
         with _LIVE_LOCK:
             _LIVE.add(self)
-            _OURS[self.tag] = self.pid
-        if watch:
-            _start_watcher()
+
+    def _started(self) -> int:
+        """The command's pid, from the reaper's first report; the OSError exec gave when it could not start."""
+        assert self._status is not None
+        while "\n" not in self._status_text:
+            chunk = os.read(self._status, 256)
+            if not chunk:
+                raise OSError(f"the process reaper ended before starting {self.args[0]!r} (exit code {self.popen.wait()})")
+            self._status_text += chunk.decode()
+        first, _, self._status_text = self._status_text.partition("\n")
+        word, _, value = first.partition(" ")
+        if word == "failed":
+            self.popen.wait()
+            code = int(value)
+            raise OSError(code, os.strerror(code), self.args[0])  # FileNotFoundError etc., as Popen raises
+        os.set_blocking(self._status, False)
+        self._parse_status()
+        return int(value)
+
+    def _read_status(self) -> None:
+        """Take in what the reaper reported since the last look (never blocks)."""
+        with self._status_lock:
+            while self._status is not None:
+                try:
+                    chunk = os.read(self._status, 256)
+                except BlockingIOError:
+                    break
+                if not chunk:  # the reaper is gone; without a report the command's end is the reaper's
+                    self._close_status()
+                    self._parse_status()
+                    if self._returncode is None:
+                        self._returncode = self.popen.wait()
+                    return
+                self._status_text += chunk.decode()
+            self._parse_status()
+
+    def _parse_status(self) -> None:
+        while "\n" in self._status_text:
+            line, _, self._status_text = self._status_text.partition("\n")
+            word, _, value = line.partition(" ")
+            if word == "exited":
+                self._returncode = int(value)
+
+    def _close_status(self) -> None:
+        with self._status_lock:
+            if self._status is not None:
+                with contextlib.suppress(OSError):
+                    os.close(self._status)
+                self._status = None
 
     # --- output ----------------------------------------------------------------------------
 
@@ -158,10 +206,10 @@ class Supervised:
             if deadline is not None and now >= deadline:
                 self.timed_out = True
                 return
-            if exited_at is None and self.popen.poll() is not None:
+            if exited_at is None and self.poll() is not None:
                 exited_at = now
             # Exited, and the output has not ended LINGER_AFTER_EXIT_S later: something else holds the
-            # pipe (a daemon of its tree, found by the watch or not); the run is over either way.
+            # pipe (a daemon of its tree); the run is over either way, and stop() ends the daemon.
             if exited_at is not None and now - exited_at > LINGER_AFTER_EXIT_S:
                 return
             if not self._lines:
@@ -185,65 +233,52 @@ class Supervised:
     # --- state -----------------------------------------------------------------------------
 
     def poll(self) -> int | None:
-        return self.popen.poll()
+        """The command's exit code (negative: the signal that ended it), None while it runs."""
+        self._read_status()
+        return self._returncode
 
     @property
     def returncode(self) -> int | None:
-        return self.popen.returncode
+        return self.poll()
 
     def wait(self, timeout: float | None = None) -> int:
-        return self.popen.wait(timeout)
+        """The command's exit code once it has exited (its tree may still run); as Popen.wait."""
+        end = None if timeout is None else time.monotonic() + timeout
+        while (code := self.poll()) is None:
+            left = None if end is None else end - time.monotonic()
+            if left is not None and left <= 0:
+                raise subprocess.TimeoutExpired(self.args, timeout)
+            time.sleep(_POLL_S if left is None else min(_POLL_S, left))
+        return code
 
     def tree(self) -> list[int]:
-        """Every live process of this tree except the supervised one: its process group, any
-        process carrying its tag, every descendant the watcher recorded (still the same process),
-        and orphans in a session of their own reparented to this (subreaper) process since it started."""
-        if self.watch:
-            self._record(_table())
-        found = set()
-        for pid, info in _processes().items():
-            if pid == self.pid or info.zombie:
-                continue
-            if info.pgid == self.pid or info.tag == self.tag:
-                found.add(pid)
-        table = _table()
-        for pid, ticks in list(self._descendants.items()):
-            now = table.get(pid)
-            if pid != self.pid and now is not None and now.ticks == ticks and not now.zombie:
-                found.add(pid)
-        return sorted(found)
+        """Every live process of this tree except the command itself: the reaper's descendants (the
+        command's children, and every orphan of the tree, which the reaper adopted)."""
+        return sorted(self._members() - {self.pid})
 
-    def _record(self, table: dict[int, _Stat]) -> None:
-        """Add to the recorded descendants every process whose PPid chain reaches the supervised
-        process or one recorded before (each compared by start time, so a reused PID is not taken)."""
-        me = table.get(self.pid)
-        if self._start_ticks is None and me is not None:
-            self._start_ticks = me.ticks
-        if self._start_ticks is None:
-            return
-        known = {pid for pid, ticks in self._descendants.items() if (t := table.get(pid)) is not None and t.ticks == ticks}
-        if me is not None and me.ticks == self._start_ticks:
-            known.add(self.pid)
-        children: dict[int, list[int]] = collections.defaultdict(list)
-        for pid, info in table.items():
-            children[info.ppid].append(pid)
-        queue = list(known)
-        while queue:
-            for child in children.get(queue.pop(), []):
-                info = table[child]
-                if child not in known and info.ticks >= self._start_ticks:
-                    known.add(child)
-                    self._descendants[child] = info.ticks
-                    queue.append(child)
-        # An orphan reparented here in a session of its own: a daemon of some tree that double-forked
-        # faster than the watch. Processes this one starts itself stay in its session (or are _OURS).
-        here, session = os.getpid(), os.getsid(0)
-        with _LIVE_LOCK:
-            ours = set(_OURS.values())
-        for pid, info in table.items():
-            if info.ppid == here and info.sid != session and pid not in ours and info.ticks >= self._start_ticks:
-                if pid not in self._descendants:
-                    self._descendants[pid] = info.ticks
+    def _members(self) -> set[int]:
+        """The command and every live process it started."""
+        if not _HAS_PROC:  # no process table to walk: the reaper's group is all that can be known
+            return set() if self.popen.poll() is not None else {self.pid}
+        if self.popen.poll() == 0:  # the reaper leaves with 0 only once its tree is empty
+            return set()
+        table = _table()
+        reaper = table.get(self.popen.pid)
+        if reaper is not None and not reaper.zombie and reaper.ticks == self._reaper_ticks:
+            children: dict[int, list[int]] = collections.defaultdict(list)
+            for pid, info in table.items():
+                children[info.ppid].append(pid)
+            found, queue = set(), [self.popen.pid]
+            while queue:
+                for child in children.get(queue.pop(), []):
+                    if child not in found:
+                        found.add(child)
+                        queue.append(child)
+            return {pid for pid in found if not table[pid].zombie}
+        # The reaper was killed from outside (or there is no /proc): its orphans went to init. What
+        # is left to know them by: the group they may still be in, the tag they may still carry.
+        group = {pid for pid, info in table.items() if info.pgid == self.popen.pid and not info.zombie}
+        return group | _tagged(self.tag)
 
     # --- the kill ladder -------------------------------------------------------------------
 
@@ -253,39 +288,41 @@ class Supervised:
         Returns (and keeps in .leftovers) the processes besides the supervised one that were
         still running, with their command lines, so a caller can say what was left behind.
         """
-        others = self.tree()
-        infos = _processes()
-        self.leftovers += [Leftover(pid, infos[pid].command) for pid in others if pid in infos]
+        self.leftovers += [Leftover(pid, _command(pid)) for pid in self.tree()]
         self._signal_all(signal.SIGTERM)
         deadline = time.monotonic() + grace_s
-        while time.monotonic() < deadline and (self.popen.poll() is None or self.tree()):
-            _reap_orphans()
+        while time.monotonic() < deadline and self._members():
             time.sleep(0.05)
-        if self.popen.poll() is None or self.tree():
-            self._signal_all(signal.SIGKILL)
+        # SIGKILL, again for any child forked meanwhile, until the tree is empty: then the reaper exits.
+        deadline = time.monotonic() + _KILL_WAIT_S
+        while (members := self._members()) and time.monotonic() < deadline:
+            self._signal_all(signal.SIGKILL, members)
+            time.sleep(0.05)
         with contextlib.suppress(subprocess.TimeoutExpired):
-            self.popen.wait(timeout=10)
-        end = time.monotonic() + 5
-        while self.tree() and time.monotonic() < end:  # SIGKILL cannot be refused; this is their exit
-            _reap_orphans()
-            time.sleep(0.05)
-        _reap_orphans()
-        if survivors := set(self.tree()):  # SIGKILL did not end them: say so
-            infos = _processes()
+            self.popen.wait(timeout=max(1.0, deadline - time.monotonic()))
+        if survivors := self._members() - {self.pid}:  # SIGKILL did not end them: say so
             self.leftovers = [Leftover(p.pid, p.command, p.pid in survivors) for p in self.leftovers]
-            self.leftovers += [Leftover(pid, infos[pid].command if pid in infos else "?", True)
+            self.leftovers += [Leftover(pid, _command(pid), True)
                                for pid in sorted(survivors - {p.pid for p in self.leftovers})]
-        self._reader.join(timeout=5)  # every writer is gone, so the rest of the output is in the queue
+        if self.popen.poll() is None:  # its tree will not go: the caller must not wait for it for ever
+            self.popen.kill()
+            self.popen.wait()
+        self._read_status()  # the reaper's last report: the command's exit code
+        self._close_status()
+        if self._reader.ident is not None:  # started: there is an output pipe
+            self._reader.join(timeout=5)  # every writer is gone, so the rest of the output is in the queue
         with _LIVE_LOCK:
             _LIVE.discard(self)
         return self.leftovers
 
-    def _signal_all(self, sig: int) -> None:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.pid, sig)
-        for pid in self.tree():
+    def _signal_all(self, sig: int, members: set[int] | None = None) -> None:
+        # One by one, not the group: the reaper is in it, and must outlive the rest of its tree.
+        for pid in self._members() if members is None else members:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, sig)
+        if not _HAS_PROC:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.popen.pid, sig)
 
     def __enter__(self) -> Supervised:
         return self
@@ -328,7 +365,7 @@ def stop_all(grace_s: float = 1.0) -> None:
     for proc in live:
         proc._signal_all(signal.SIGTERM)
     deadline = time.monotonic() + grace_s
-    while time.monotonic() < deadline and any(p.popen.poll() is None or p.tree() for p in live):
+    while time.monotonic() < deadline and any(p._members() for p in live):
         time.sleep(0.05)
     for proc in live:
         with contextlib.suppress(Exception):  # best effort: keep stopping the others
@@ -342,106 +379,60 @@ atexit.register(stop_all)
 
 
 @dataclass(frozen=True)
-class _Info:
-    ppid: int
-    pgid: int
-    zombie: bool
-    tag: str | None
-    command: str
-
-
-def _processes() -> dict[int, _Info]:
-    """Live processes of this user from /proc (empty where there is no /proc)."""
-    found: dict[int, _Info] = {}
-    proc = Path("/proc")
-    if not proc.is_dir():
-        return found
-    for entry in proc.iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-            environ = (entry / "environ").read_bytes()
-            cmdline = (entry / "cmdline").read_bytes()
-        except OSError:  # gone, or not ours to read
-            continue
-        fields = stat[stat.rfind(")") + 2 :].split()
-        tag = None
-        for item in environ.split(b"\0"):
-            if item.startswith(TAG_ENV.encode() + b"="):
-                tag = item.split(b"=", 1)[1].decode(errors="replace")
-                break
-        command = cmdline.replace(b"\0", b" ").decode(errors="replace").strip()
-        found[int(entry.name)] = _Info(
-            ppid=int(fields[1]), pgid=int(fields[2]), zombie=fields[0] == "Z", tag=tag, command=command[:300]
-        )
-    return found
-
-
-@dataclass(frozen=True)
 class _Stat:
     ppid: int
-    sid: int
+    pgid: int
     ticks: int  # start time after boot, in clock ticks: with the pid, names one process for ever
     zombie: bool
 
 
 def _table() -> dict[int, _Stat]:
-    """pid -> (ppid, session, start time, zombie) of every process, from /proc/PID/stat alone (cheap
-    enough to read every _WATCH_S)."""
+    """pid -> (ppid, group, start time, zombie) of every process, from /proc/PID/stat alone (a few ms;
+    empty where there is no /proc)."""
     found: dict[int, _Stat] = {}
     try:
         names = os.listdir("/proc")
     except OSError:
         return found
     for name in names:
-        if not name.isdigit():
+        if name.isdigit() and (stat := _stat(int(name))) is not None:
+            found[int(name)] = stat
+    return found
+
+
+def _stat(pid: int) -> _Stat | None:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            stat = handle.read().decode(errors="replace")
+    except OSError:  # gone
+        return None
+    fields = stat[stat.rfind(")") + 2 :].split()
+    try:
+        return _Stat(ppid=int(fields[1]), pgid=int(fields[2]), ticks=int(fields[19]), zombie=fields[0] == "Z")
+    except (IndexError, ValueError):
+        return None
+
+
+def _tagged(tag: str) -> set[int]:
+    """Live processes whose environment carries MINT_PROCESS_TAG=tag (reads every process's environ:
+    only for a tree whose reaper is gone)."""
+    found: set[int] = set()
+    wanted = f"{TAG_ENV}={tag}".encode()
+    for pid, info in _table().items():
+        if info.zombie:
             continue
         try:
-            with open(f"/proc/{name}/stat", "rb") as handle:
-                stat = handle.read().decode(errors="replace")
-        except OSError:
-            continue
-        fields = stat[stat.rfind(")") + 2 :].split()
-        try:
-            found[int(name)] = _Stat(ppid=int(fields[1]), sid=int(fields[3]), ticks=int(fields[19]), zombie=fields[0] == "Z")
-        except (IndexError, ValueError):
+            with open(f"/proc/{pid}/environ", "rb") as handle:
+                if wanted in handle.read().split(b"\0"):
+                    found.add(pid)
+        except OSError:  # gone, or not ours to read
             continue
     return found
 
 
-def _start_watcher() -> None:
-    """One thread records the descendants of every live Supervised process; it ends with the last."""
-    global _WATCHER
-    with _LIVE_LOCK:
-        if _WATCHER is not None:
-            return
-        _WATCHER = threading.Thread(target=_watch, name="supervised-watch", daemon=True)
-        _WATCHER.start()
-
-
-def _watch() -> None:
-    global _WATCHER
-    while True:
-        with _LIVE_LOCK:
-            live = [proc for proc in _LIVE if proc.watch]
-            if not live:  # decided under the lock _start_watcher takes: a new process starts a new watch
-                _WATCHER = None
-                return
-        table = _table()
-        for proc in live:
-            with contextlib.suppress(Exception):  # a watch that fails once must not end the watching
-                proc._record(table)
-        time.sleep(_WATCH_S)
-
-
-def _reap_orphans() -> None:
-    """Collect the exit status of orphans reparented to this subreaper, so none stays a zombie."""
-    me = os.getpid()
-    with _LIVE_LOCK:
-        ours, started = set(_OURS), set(_OURS.values())
-    for pid, info in _processes().items():
-        # Only orphans of trees started here; each started process itself is its Popen's to wait for.
-        if info.ppid == me and info.zombie and info.tag in ours and pid not in started:
-            with contextlib.suppress(ChildProcessError, OSError):
-                os.waitpid(pid, os.WNOHANG)
+def _command(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            return handle.read().replace(b"\0", b" ").decode(errors="replace").strip()[:300]
+    except OSError:
+        return "?"

@@ -27,6 +27,7 @@ from probes import (
     write_script,
 )
 
+from mint_local.process import Supervised
 from mint_migrate.smoke import format_verdict, run_smoke
 
 CLI = str(Path(sys.executable).parent / "mint-migrate")
@@ -50,11 +51,8 @@ def test_children_left_behind_are_listed_and_killed_and_a_held_stdout_is_no_time
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=False, reason="issue 26 open: in two clean-clone .ci/run runs on 2026-12-03 the double-forked, "
-                   "setsid daemon escaped the descendant watch (left_running empty), though it passed in every "
-                   "run from the working tree; the finished-is-not-a-timeout half is fixed (a904545)")
 def test_daemons_that_clear_their_environment_and_leave_the_group_are_found_listed_and_killed(tmp_path):
-    """No tag, no process group: the watcher's PPid chain and the subreaper still know them; the one
+    """No tag, no process group: the run's reaper adopted them, so they are its descendants; the one
     holding stdout does not turn a finished script into a timeout."""
     script = write_daemon_script(tmp_path, finish=True)
     verdict = run_smoke(script, steps=2, timeout_s=120)
@@ -63,6 +61,60 @@ def test_daemons_that_clear_their_environment_and_leave_the_group_are_found_list
     pids = [int(p) for p in (tmp_path / "pids").read_text().split()]
     assert sorted(p.pid for p in verdict.left_running) == sorted(pids[1:])
     assert gone(pids) == []
+
+
+# Leaves a daemon and exits at once: forks, the child calls setsid and forks again, the grandchild
+# writes its pid to argv[1] and replaces itself with a sleeper whose environment is empty (no tag).
+QUICK_DAEMON = """\
+import os, sys, time
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        with open(sys.argv[1], "w") as f:
+            f.write(str(os.getpid()))
+        os.execve(sys.executable, [sys.executable, "-c", "import time; time.sleep(300)"], {})
+    os._exit(0)
+while not os.path.exists(sys.argv[1]) or not open(sys.argv[1]).read():
+    time.sleep(0.005)
+"""
+
+
+def _quick_daemon(folder: Path, name: str) -> tuple[Supervised, Path]:
+    pid_file = folder / name
+    proc = Supervised([sys.executable, "-c", QUICK_DAEMON, str(pid_file)], name=name, stdout=subprocess.DEVNULL)
+    return proc, pid_file
+
+
+def test_a_daemon_of_a_script_that_exits_at_once_is_listed_and_killed(tmp_path):
+    """The script is gone within milliseconds, before anything could have looked at its children;
+    its daemon is still known: the run's reaper adopted it. Several runs, one after another, while
+    another supervised process runs (the timing that once let such a daemon slip by)."""
+    other = Supervised([sys.executable, "-c", "import time; time.sleep(300)"], name="other")
+    try:
+        for run in range(3):
+            proc, pid_file = _quick_daemon(tmp_path, f"daemon-{run}")
+            assert proc.wait(timeout=120) == 0
+            daemon = int(pid_file.read_text())
+            assert proc.tree() == [daemon]
+            assert [p.pid for p in proc.stop()] == [daemon]
+            assert gone([daemon]) == []
+    finally:
+        other.stop()
+
+
+def test_two_runs_at_once_each_list_and_kill_only_their_own_daemons(tmp_path):
+    first, first_file = _quick_daemon(tmp_path, "first")
+    second, second_file = _quick_daemon(tmp_path, "second")
+    try:
+        assert first.wait(timeout=120) == 0 and second.wait(timeout=120) == 0
+        mine, theirs = int(first_file.read_text()), int(second_file.read_text())
+        assert [p.pid for p in first.stop()] == [mine]
+        assert gone([mine]) == [] and alive(theirs)
+        assert [p.pid for p in second.stop()] == [theirs]
+        assert gone([theirs]) == []
+    finally:
+        first.stop()
+        second.stop()
 
 
 @pytest.mark.slow
