@@ -738,3 +738,14 @@ def test_an_alignment_handbook_entry_is_trl_like_the_handbook_itself(tmp_path):
         trainer.train()
         """)
     assert plan.framework == "trl"
+
+
+def test_a_launcher_of_a_script_not_given_is_known_by_the_config_it_hands_over(tmp_path):
+    plan = plan_of(tmp_path, "run.sh", """
+        accelerate launch --num_processes 8 scripts/run_sft.py sft.yaml
+        """, ("sft.yaml", """
+        model_name_or_path: Qwen/Qwen2.5-0.5B
+        learning_rate: 2.0e-5
+        per_device_train_batch_size: 4
+        """))
+    assert plan.framework == "trl" and plan.settings.learning_rate.source == "sft.yaml:2"

@@ -73,6 +73,10 @@ def _from_shell(project: Project, primary: InputFile) -> tuple[str, Loc]:
         flags = {a.name for a in command.flags()}
         if flags & _TRL_FLAGS:
             return "trl", command.loc
+        for y in project.yamls():  # the config it is handed says whose it is
+            for analyzer in analyzers():
+                if analyzer.detect_config(y.yaml.keys()):
+                    return analyzer.name, command.loc
         raise MintMigrateError(
             f"{command.loc}: the command runs {command.script}, which was not given and was not found next to "
             f"{primary.label}; pass it with --config {command.script}."
