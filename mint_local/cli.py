@@ -8,6 +8,7 @@ import ipaddress
 import os
 import socket
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 LOOPBACK_NAMES = {"localhost", "ip6-localhost"}
@@ -155,6 +156,9 @@ def serve(args: argparse.Namespace) -> int:
         log_level="warning",
         access_log=False,
         lifespan="on",
+        # Loopback (or --allow-remote without a proxy in front): no X-Forwarded-* to honour, and
+        # the proxy-headers middleware would otherwise wrap every request.
+        proxy_headers=False,
         timeout_keep_alive=120,
         timeout_graceful_shutdown=2,
     )
@@ -173,8 +177,20 @@ def serve(args: argparse.Namespace) -> int:
         await server.serve(sockets=[sock])
         task.cancel()
 
-    asyncio.run(run())
+    with asyncio.Runner(loop_factory=_event_loop_factory()) as runner:
+        runner.run(run())
     return 0
+
+
+def _event_loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
+    """uvloop's event loop where it is installed (the `local` extra installs it on Linux and macOS):
+    every sample is two HTTP requests, and the event loop's share of each is CPU that the model's
+    thread and the SDK's client, on the same cores, then do not get. None: asyncio's own loop."""
+    try:
+        import uvloop
+    except ImportError:
+        return None
+    return uvloop.new_event_loop
 
 
 def main(argv: list[str] | None = None) -> None:
