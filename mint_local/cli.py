@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib.util
 import ipaddress
 import os
 import socket
@@ -163,6 +164,8 @@ def serve(args: argparse.Namespace) -> int:
         timeout_graceful_shutdown=2,
     )
     server = uvicorn.Server(config)
+    loop_factory = _event_loop_factory()
+    log(f"HTTP: uvicorn's {'httptools' if _importable('httptools') else 'h11'} parser on {'uvloop' if loop_factory else 'asyncio'}'s event loop")
     shown_host = f"[{args.host}]" if ":" in args.host else args.host
 
     async def announce() -> None:
@@ -177,9 +180,13 @@ def serve(args: argparse.Namespace) -> int:
         await server.serve(sockets=[sock])
         task.cancel()
 
-    with asyncio.Runner(loop_factory=_event_loop_factory()) as runner:
+    with asyncio.Runner(loop_factory=loop_factory) as runner:
         runner.run(run())
     return 0
+
+
+def _importable(module: str) -> bool:
+    return importlib.util.find_spec(module) is not None
 
 
 def _event_loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
