@@ -211,6 +211,8 @@ def main() -> None:
     parser.add_argument("--pyspy", action="store_true", help="run the client under py-spy and print its top frames")
     args = parser.parse_args()
     if args.pyspy and not os.environ.get("_PROFILE_UNDER_PYSPY"):
+        if not (Path(sys.executable).parent / "py-spy").exists():
+            sys.exit("--pyspy needs py-spy in this venv (not a project dependency): pip install py-spy")
         out = Path(tempfile.mkdtemp()) / "client.txt"
         argv = [a for a in sys.argv[1:] if a != "--pyspy"]
         env = dict(os.environ, _PROFILE_UNDER_PYSPY="1")
