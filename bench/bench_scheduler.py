@@ -53,18 +53,19 @@ CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
 @contextlib.contextmanager
-def servers(codes: list[tuple[str, Path | None]], model: str, work: Path):
-    """One server per code (None: this checkout), all running at once: {label: server}."""
+def servers(codes: list[tuple[str, Path | None]], model: str, work: Path, **start: Any):
+    """One server per code (None: this checkout), all running at once: {label: server}.
+    `start`: more LocalServer.start arguments (serve_any_model=True, threads=1, ...)."""
     started: dict[str, LocalServer] = {}
     saved, cwd = os.environ.get("PYTHONPATH"), os.getcwd()
     try:
         for label, code in codes:
             if code is not None:
                 # `python -m` puts the working directory first on sys.path, ahead of PYTHONPATH.
-                os.environ["PYTHONPATH"] = str(code)
+                os.environ["PYTHONPATH"] = os.pathsep.join([str(code), *hidden_extras(code, work / f"hidden-{label}")])
                 os.chdir(code)
             try:
-                started[label] = LocalServer.start(model=model, device="cpu", state_dir=work / f"{label}-{model}")
+                started[label] = LocalServer.start(model=model, device="cpu", state_dir=work / f"{label}-{model}", **start)
             finally:
                 os.chdir(cwd)
                 if saved is None:
@@ -75,6 +76,23 @@ def servers(codes: list[tuple[str, Path | None]], model: str, work: Path):
     finally:
         for server in started.values():
             server.stop()
+
+
+# Optional speed-ups the server uses when they are installed (uvicorn picks httptools by itself).
+SERVER_EXTRAS = ("httptools", "uvloop")
+
+
+def hidden_extras(code: Path, folder: Path) -> list[str]:
+    """A folder that hides from the code in `code` the SERVER_EXTRAS its own pyproject.toml does
+    not install, so a baseline runs as a fresh `make setup` of it would (this venv has them)."""
+    wanted = (code / "pyproject.toml").read_text(encoding="utf-8")
+    hide = [name for name in SERVER_EXTRAS if f'"{name}' not in wanted]
+    if not hide:
+        return []
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in hide:
+        (folder / f"{name}.py").write_text(f"raise ImportError('{name} is not installed by this baseline')\n", encoding="utf-8")
+    return [str(folder)]
 
 
 def cpu_seconds(pid: int) -> float:

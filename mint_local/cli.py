@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib.util
 import ipaddress
 import os
 import socket
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 LOOPBACK_NAMES = {"localhost", "ip6-localhost"}
@@ -155,10 +157,15 @@ def serve(args: argparse.Namespace) -> int:
         log_level="warning",
         access_log=False,
         lifespan="on",
+        # Loopback (or --allow-remote without a proxy in front): no X-Forwarded-* to honour, and
+        # the proxy-headers middleware would otherwise wrap every request.
+        proxy_headers=False,
         timeout_keep_alive=120,
         timeout_graceful_shutdown=2,
     )
     server = uvicorn.Server(config)
+    loop_factory = _event_loop_factory()
+    log(f"HTTP: uvicorn's {'httptools' if _importable('httptools') else 'h11'} parser on {'uvloop' if loop_factory else 'asyncio'}'s event loop")
     shown_host = f"[{args.host}]" if ":" in args.host else args.host
 
     async def announce() -> None:
@@ -173,8 +180,24 @@ def serve(args: argparse.Namespace) -> int:
         await server.serve(sockets=[sock])
         task.cancel()
 
-    asyncio.run(run())
+    with asyncio.Runner(loop_factory=loop_factory) as runner:
+        runner.run(run())
     return 0
+
+
+def _importable(module: str) -> bool:
+    return importlib.util.find_spec(module) is not None
+
+
+def _event_loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
+    """uvloop's event loop where it is installed (the `local` extra installs it on Linux and macOS):
+    every sample is two HTTP requests, and the event loop's share of each is CPU that the model's
+    thread and the SDK's client, on the same cores, then do not get. None: asyncio's own loop."""
+    try:
+        import uvloop
+    except ImportError:
+        return None
+    return uvloop.new_event_loop
 
 
 def main(argv: list[str] | None = None) -> None:

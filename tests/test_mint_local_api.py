@@ -489,3 +489,26 @@ def test_cli_refuses_remote_bind_and_bad_model(tmp_path):
     assert remote.returncode == 2 and "--allow-remote" in remote.stderr
     with pytest.raises(LocalServerError, match="neither a tiny variant"):
         LocalServer.start(model=str(tmp_path / "no-such-model"), timeout_s=60)
+
+
+def test_the_sdks_calls_skip_starlettes_routing_and_run_on_the_fast_http_stack(mint_local_server, http):
+    """Each sample is two HTTP requests (asample, retrieve_future): every parameterless route is
+    answered through one dict lookup, paths with parameters and unknown ones still through
+    Starlette, and the server runs on httptools and uvloop wherever they are installed."""
+    import importlib.util
+
+    from mint_local.app import ROUTES, create_app
+
+    app = create_app(engine=None, worker=None)  # type: ignore[arg-type]  # nothing runs before the lifespan starts
+    assert {("POST", "/api/v1/asample"), ("POST", "/api/v1/retrieve_future"), ("POST", "/api/v1/forward_backward")} <= set(app.exact)
+    assert set(app.exact) == {(method, path) for method, path, _ in ROUTES if "{" not in path}
+    # The same answers either way: a fast path's error, a parameterised path, an unknown one.
+    bad = http.post(f"{mint_local_server.base_url}/api/v1/asample", content=b"{not json")
+    assert bad.status_code == 400 and bad.text.startswith("mint-local: malformed JSON body for /api/v1/asample")
+    assert http.get(f"{mint_local_server.base_url}/api/v1/training_runs/nope").status_code == 404
+    unknown = http.post(f"{mint_local_server.base_url}/api/v1/nothing_here", json={})
+    assert unknown.status_code == 404 and "is not part of the API mint-local serves" in unknown.text
+    log = mint_local_server.log_path.read_text()
+    parser = "httptools" if importlib.util.find_spec("httptools") else "h11"
+    loop = "uvloop" if importlib.util.find_spec("uvloop") else "asyncio"
+    assert f"HTTP: uvicorn's {parser} parser on {loop}'s event loop" in log
