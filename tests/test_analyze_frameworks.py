@@ -749,3 +749,20 @@ def test_a_launcher_of_a_script_not_given_is_known_by_the_config_it_hands_over(t
         per_device_train_batch_size: 4
         """))
     assert plan.framework == "trl" and plan.settings.learning_rate.source == "sft.yaml:2"
+
+
+def test_a_trainer_a_helper_builds_and_a_module_launch_with_hf_flags_are_training_entries(tmp_path):
+    plan = plan_of(tmp_path, "main.py", """
+        import transformers
+        from my_project.factory import build_trainer
+
+        def main():
+            trainer = build_trainer("configs/sft.yaml")
+            trainer.train()
+        """)
+    assert plan.framework == "pytorch"
+    plan = plan_of(tmp_path, "run.sh", """
+        torchrun --nproc_per_node 8 -m my_project.train_sft \\
+            --model_name_or_path Qwen/Qwen2.5-0.5B --learning_rate 1e-5 --num_train_epochs 3
+        """)
+    assert plan.framework == "trl" and plan.settings.num_epochs.value == 3

@@ -69,7 +69,7 @@ def _from_shell(project: Project, primary: InputFile) -> tuple[str, Loc]:
     command, script = project.launches[0]
     if script is not None and _from_companions(project) is not None:
         return _from_companions(project)[0], command.loc
-    if command.script and script is None:
+    if (command.script or command.module) and script is None:
         flags = {a.name for a in command.flags()}
         if flags & _TRL_FLAGS:
             return "trl", command.loc
@@ -77,10 +77,11 @@ def _from_shell(project: Project, primary: InputFile) -> tuple[str, Loc]:
             for analyzer in analyzers():
                 if analyzer.detect_config(y.yaml.keys()):
                     return analyzer.name, command.loc
-        raise MintMigrateError(
-            f"{command.loc}: the command runs {command.script}, which was not given and was not found next to "
-            f"{primary.label}; pass it with --config {command.script}."
-        )
+        if command.script:
+            raise MintMigrateError(
+                f"{command.loc}: the command runs {command.script}, which was not given and was not found next to "
+                f"{primary.label}; pass it with --config {command.script}."
+            )
     raise MintMigrateError(
         f"{command.loc}: {command.text} is not a {framework_list()} training entry point; pass the training "
         "script it runs with --config."

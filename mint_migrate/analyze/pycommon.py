@@ -209,6 +209,18 @@ def trainer_runs(src: PySource) -> list[CallSite]:
     return [c for c in src.calls if c.name.endswith("Trainer") and c.name[:1].isupper()]
 
 
+def starts_a_trainer(src: PySource) -> bool:
+    """A trainer class built and started here, or one a helper built (`trainer = build(cfg)`,
+    `trainer.train()`): the run is handed to a trainer object either way."""
+    if trainer_runs(src):
+        return True
+    for call in src.calls_named("train"):
+        receiver = call.node.func.value if isinstance(call.node.func, cst.Attribute) else None
+        if isinstance(receiver, cst.Name | cst.Attribute) and "trainer" in (dotted_name(receiver) or "").lower():
+            return True
+    return False
+
+
 def estimator_algorithm(name: str, known: dict) -> tuple[str, str | None]:
     """(algorithm, variant) of an advantage estimator: the framework's table, else what a fork's own
     estimator's name says (`drgrpo`, `grpo_norm_by_len`, `rloo_token`), else other."""

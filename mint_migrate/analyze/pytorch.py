@@ -24,6 +24,7 @@ from mint_migrate.analyze.pycommon import (
     model_id,
     model_loaders,
     optimizer_lr,
+    starts_a_trainer,
     teacher_warning,
     trained_model_call,
     trainer_runs,
@@ -50,7 +51,7 @@ def is_training_script(src: PySource) -> bool:
     """A loop (backward, an optimizer), transformers' Trainer, or a hydra-configured program that
     builds an optimizer over a model's parameters (`getattr(torch.optim, cfg.optimizer)(...)`)."""
     return (bool(src.calls_named("backward")) or bool(optimizer_lr(src)) or bool(src.calls_named(*_HF_TRAINERS))
-            or bool(trainer_runs(src))
+            or starts_a_trainer(src)
             or (bool(src.calls_named("parameters")) and any(c.qualname == "hydra.main" for c in src.calls)))
 
 
