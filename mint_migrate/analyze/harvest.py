@@ -96,9 +96,9 @@ def harvest(project: Project) -> list[Stated]:
         if f.python is not None:
             others = "\n".join(g.python.text for g in project.pythons() if g is not f)
             found += _python(f, own, others)
-    runs = [command for command, _script in project.launches if not auxiliary(command)]
-    for command in runs[:1]:  # the run a launcher starts first is the one migrated (and labelled)
-        found += _command(command)
+    for command, _script in project.launches:  # a launcher's runs and their variants (if/else branches)
+        if not auxiliary(command):
+            found += _command(command)
     return _winners(found)[:_MAX_ITEMS]
 
 
