@@ -702,6 +702,8 @@ def test_a_run_handed_to_the_projects_own_trainer_class_not_given(tmp_path, trai
         num_train_epochs: 1
         """))
     assert (plan.framework, plan.algorithm) == (framework, algorithm)
+    if framework == "pytorch":  # said as the project's own trainer, not as transformers' Trainer
+        assert any(c.source == f"{trainer}(...).train() (the project's own trainer)" for c in plan.constructs)
     assert plan.settings.learning_rate.source == "recipe.yaml:4"
     assert (plan.settings.dataset.value, plan.settings.dataset.source) == ("acme/ultrafeedback-pairs", "recipe.yaml:3")
 

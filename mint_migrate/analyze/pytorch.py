@@ -116,12 +116,16 @@ def _hf_trainer(src: PySource, ev: Evidence) -> None:
                 ev.setting(FIELDS[key], value)
     for call in src.calls_named(*_HF_TRAINERS):
         ev.vote("sft", call.loc, f"transformers {call.name} on a causal LM (the model's own next-token loss)", 2)
+        ev.construct(f"{call.name}(model, args=TrainingArguments(...))", call.loc,
+                     "training loop: forward_backward(data, 'cross_entropy') + optim_step(AdamParams)")
     for call in trainer_runs(src):  # a trainer class of the project's own, its loss not in the inputs
         named = algorithm_in_name(call.name) if call.name not in _HF_TRAINERS else None
         if named is not None:
             ev.vote(named, call.loc, f"{call.name}(...): what the trainer class's name says", 1)
-        ev.construct(f"{call.name}(model, args=TrainingArguments(...))", call.loc,
-                     "training loop: forward_backward(data, 'cross_entropy') + optim_step(AdamParams)")
+        if call.name not in _HF_TRAINERS:
+            ev.construct(f"{call.name}(...).train() (the project's own trainer)", call.loc,
+                         f"the {named or 'SFT'} scaffold's loop in train.py",
+                         "its loss is in the trainer's module: check that the scaffold's objective is the same")
 
 
 def _settings(src: PySource, ev: Evidence) -> None:
