@@ -437,11 +437,13 @@ def test_reward_functions_from_a_factory_or_through_a_helpers_parameter(tmp_path
 
         train_model("Qwen/Qwen2.5-0.5B", reward_funcs=[match_format, check_answer])
         """, ("training.py", """
+        from datasets import load_dataset
         from trl import GRPOConfig, GRPOTrainer
 
         def train_model(model, reward_funcs):
             args = GRPOConfig(output_dir="out", num_generations=4)
-            GRPOTrainer(model=model, reward_funcs=reward_funcs, args=args).train()
+            data = load_dataset("acme/math-prompts")
+            GRPOTrainer(model=model, reward_funcs=reward_funcs, args=args, train_dataset=data).train()
         """), ("rewards.py", """
         def match_format(completions, **kwargs):
             return [0.0 for _ in completions]
@@ -451,6 +453,8 @@ def test_reward_functions_from_a_factory_or_through_a_helpers_parameter(tmp_path
         """))
     assert plan.settings.reward_functions.value == ["match_format", "check_answer"]
     assert plan.settings.reward_functions.source == "main.py:4"
+    # the trainer's other keywords are still read in the trainer's own file
+    assert (plan.settings.dataset.value, plan.settings.dataset.source) == ("acme/math-prompts", "training.py:6")
     plan = plan_of(tmp_path, "grpo.py", """
         from trl import GRPOConfig, GRPOTrainer, TrlParser
         from my_rewards import get_reward_funcs

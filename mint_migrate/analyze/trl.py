@@ -268,17 +268,15 @@ def _trainer(project: Project, call: CallSite, trainer: str, src: PySource, ev: 
             or _built_by_call(rewards, src, call.scope):
         rewards = None  # built by a factory (from the recipe's reward_funcs list), or none at all
     passed = passed_in(project, src, call.scope, rewards) if rewards is not None else None
-    if passed is not None:  # `def train_model(..., reward_funcs)`: the list is written at its caller
-        rewards, src, scope = passed
-    else:
-        scope = call.scope
+    # `def train_model(..., reward_funcs)`: the list is written at its caller, in its file
+    rewards, at, scope = passed if passed is not None else (rewards, src, call.scope)
     if rewards is not None:
-        names = function_names(rewards, src, scope)
+        names = function_names(rewards, at, scope)
         if names:
-            ev.setting("reward_functions", Value(names, src.loc(rewards), Level.CODE))
+            ev.setting("reward_functions", Value(names, at.loc(rewards), Level.CODE))
             for name in names:
-                fn = src.functions.get(name)
-                where = src.at(fn.line) if fn else src.loc(rewards)
+                fn = at.functions.get(name)
+                where = at.at(fn.line) if fn else at.loc(rewards)
                 ev.construct(f"reward function {name}", where, "reward_fn(prompt, completion, row) -> float in train.py",
                              "a plain Python function: copy its body into the scaffold's reward")
     peft = call.kwarg_node("peft_config")
