@@ -262,9 +262,7 @@ def _algorithm(src: PySource, ev: Evidence) -> None:
                              "the teacher's logprobs come from MinT; forward KL on logits becomes reverse KL on "
                              "sampled tokens (on-policy distillation)")
     elif ("generate" in calls and ("advantage" in text or "reward" in text)) or _policy_gradient_update(src, calls, text):
-        group = ev.best("num_generations") or ev.harvested("num_generations")
-        grouped = (group is not None and (as_int(group.value) or 0) > 1) or bool(_GROUPED.search(text))
-        algorithm = "grpo" if grouped else "reinforce"
+        algorithm = "grpo" if _group_baseline(ev, text) else "reinforce"
         where = first.get("generate") or first.get("backward")
         ev.vote(algorithm, where, "sampled completions weighted by rewards (policy gradient)", 3)
         if "value_head" in text or "critic" in text:
@@ -290,6 +288,12 @@ _RL = ("grpo", "ppo", "reinforce")
 # reshaped to (prompts, samples) and normalised along the samples.
 _GROUPED = re.compile(r"(?<!param_)(?<!process_)group(?!by)|per_prompt|per_question|per_problem|num_generations|"
                       r"\.(mean|std)\(\s*(dim\s*=\s*)?-?1\s*,\s*keepdim|\.view\(\s*-1\s*,")
+
+
+def _group_baseline(ev: Evidence, text: str) -> bool:
+    """Several samples per prompt (a stated group size above 1), or a group baseline in the code."""
+    group = ev.best("num_generations") or ev.harvested("num_generations")
+    return (group is not None and (as_int(group.value) or 0) > 1) or bool(_GROUPED.search(text))
 
 
 def _split_preference(project: Project, ev: Evidence) -> None:
@@ -321,8 +325,7 @@ def _split_policy_gradient(project: Project, ev: Evidence) -> None:
         return
     where = next((c.loc for src in sources for c in src.calls if c.name in _SAMPLER_CALLS or c.name.lower() in own
                   and any(w in c.name.lower() for w in ("rollout", "sample", "generate"))), None)
-    group = ev.best("num_generations") or ev.harvested("num_generations")
-    grouped = (group is not None and (as_int(group.value) or 0) > 1) or bool(_GROUPED.search(text))
+    grouped = _group_baseline(ev, text)
     ev.vote("grpo" if grouped else "reinforce", where,
             "sampled completions, rewards and advantages across the loop's files (policy gradient"
             + (" with a group baseline)" if grouped else ")"), 3)
