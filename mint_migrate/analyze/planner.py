@@ -39,7 +39,7 @@ def analyze_inputs(source_path: Path, config_paths: list[Path], confirmed: list[
     reader = analyzer(framework)
     reader.analyze(project, ev)
     _launch_context(project, ev)
-    unread = {id(s) for s in stated if reader.own_config and _unread(project, s)}
+    unread = _unread(project, stated) if reader.own_config else set()
     _fill_from_harvest(ev, stated, reader.reserved_names, unread)
     agent = confirm.apply(confirm.parse_all(confirmed or []), project, ev)
     vote = ev.algorithm()
@@ -140,17 +140,21 @@ def _fill_from_harvest(ev: Evidence, stated: list[Stated], reserved: tuple[str, 
                 ev.extra("used_lora", best.with_value(True))  # the stated rate is already a LoRA rate
 
 
-def _unread(project: Project, s: Stated) -> bool:
-    """A YAML key that no Python file of the inputs names (GRPO-Zero's `max_prompt_len`): when the
-    inputs' own code reads the config, nothing reads it."""
-    if s.kind != "config" or not s.loc.path.endswith((".yaml", ".yml")):
-        return False
+def _unread(project: Project, stated: list[Stated]) -> set[int]:
+    """The ids of the YAML keys no Python file of the inputs names (GRPO-Zero's `max_prompt_len`):
+    when the inputs' own code reads the config, nothing reads them."""
     texts = [f.python.text for f in project.pythons()]
     if not any(_PLAIN_LOAD.search(t) for t in texts) or any(_FIELD_LOAD.search(t) for t in texts):
-        return False  # an argument parser fills dataclass fields the inputs may not name
-    leaf = re.escape(s.norm.rsplit(".", 1)[-1])
-    read = re.compile(rf"['\"]{leaf}['\"]|\.{leaf}\b")  # `config["training"]["lr"]`, `cfg.training.lr`
-    return not any(read.search(t) for t in texts)
+        return set()  # an argument parser fills dataclass fields the inputs may not name
+    unread = set()
+    for s in stated:
+        if s.kind != "config" or not s.loc.path.endswith((".yaml", ".yml")):
+            continue
+        leaf = re.escape(s.norm.rsplit(".", 1)[-1])
+        read = re.compile(rf"['\"]{leaf}['\"]|\.{leaf}\b")  # `config["training"]["lr"]`, `cfg.training.lr`
+        if not any(read.search(t) for t in texts):
+            unread.add(id(s))
+    return unread
 
 
 _PLAIN_LOAD = re.compile(r"\b(yaml\.(safe_|full_)?load|OmegaConf\.load|json\.load)\(")
