@@ -61,6 +61,23 @@ def test_environment_dependent_values_stay_unresolved_but_keep_their_text():
     assert script.unresolved  # reported, not guessed
 
 
+def test_a_variable_required_from_the_environment_keeps_its_name_not_an_empty_default():
+    script, cmd = only_command(
+        "MODEL_PATH=${MODEL_PATH:-}\n"  # 1: the environment's, or nothing: the user must say
+        "CODE_PATH=${CODE_PATH:=}\n"  # 2
+        'if [ -z "$MODEL_PATH" ]; then exit 1; fi\n'
+        "NODES=${NODES:-2}\n"  # a default that says something is still taken
+        'python3 -m verl.trainer.main_ppo actor.model.path=$MODEL_PATH data.train_files="[\\"$CODE_PATH/a.pkl\\"]" '
+        "trainer.nnodes=$NODES\n"
+    )
+    by_name = {a.name: a for a in cmd.args}
+    assert by_name["actor.model.path"].value is None
+    assert by_name["actor.model.path"].literal(Level.COMMAND).value == "$MODEL_PATH"
+    assert by_name["data.train_files"].literal(Level.COMMAND).value == ["$CODE_PATH/a.pkl"]
+    assert by_name["actor.model.path"].loc == Loc("run.sh", 1)
+    assert by_name["trainer.nnodes"].value.value == 2
+
+
 def test_multi_value_flags_bare_flags_and_negative_numbers():
     _, cmd = only_command(
         "python t.py --target_modules q_proj v_proj --bf16 --max_steps -1 --betas 0.9 0.95 --use_peft\n"

@@ -1,7 +1,15 @@
-"""Which framework a set of inputs belongs to, decided by the primary file through the registry."""
+"""Which framework a set of inputs belongs to, decided by the primary file through the registry.
+
+When nothing names a framework but the inputs clearly launch a training run (a launcher hands a
+script flags, or runs a script nobody gave us), the answer is a best-effort guess, `pytorch` (the
+reader of the inputs' own code and settings), that the plan states loudly: a plan an agent can
+check and complete is worth more than a refusal that drops every setting the inputs state."""
+
+from dataclasses import dataclass
 
 from mint_migrate.analyze.evidence import Loc
 from mint_migrate.analyze.inputs import InputFile, Project
+from mint_migrate.analyze.pycommon import algorithm_in_name
 from mint_migrate.analyze.pyvalues import PySource
 from mint_migrate.analyze.registry import analyzers
 from mint_migrate.analyze.shell import Command
@@ -13,19 +21,40 @@ _TRL_FLAGS = {"model_name_or_path", "per_device_train_batch_size", "num_generati
               "dataset_name", "use_peft", "lora_r", "gradient_accumulation_steps", "num_train_epochs"}
 
 
-def detect(project: Project) -> tuple[str, Loc]:
+@dataclass(frozen=True)
+class Detected:
+    framework: str
+    where: Loc
+    guessed: str | None = None  # why the framework is only a guess; the plan warns with it
+
+
+# Launchers that only ever start training processes.
+_TRAINING_LAUNCHERS = {"torchrun", "deepspeed", "accelerate"}
+# A launch that states this many settings is worth a plan even when its script is missing.
+_ENOUGH_TO_PLAN = 3
+
+
+def detect(project: Project) -> Detected:
     primary = project.primary
     if primary.shell is not None:
         return _from_shell(project, primary)
     if primary.python is not None:
         found = framework_of_python(primary.python) or _from_companions(project)
-        if found is None:
-            raise MintMigrateError(
-                f"{primary.label}:1: no training setup found: no {framework_list()} import, and no PyTorch "
-                "training loop (optimizer + loss.backward()). Pass the script that trains."
-            )
-        return found
+        if found is not None:
+            return Detected(*found)
+        if algorithm_in_name(primary.path.stem) is not None and primary.python.argparse:
+            return _guess(project, Loc(primary.label, 1), f"{primary.label} is named for training and takes "
+                          "settings, but imports no framework this tool knows and has no loop it recognises")
+        raise MintMigrateError(
+            f"{primary.label}:1: no training setup found: no {framework_list()} import, and no PyTorch "
+            "training loop (optimizer + loss.backward()). Pass the script that trains."
+        )
     return _from_yaml(project, primary)
+
+
+def _guess(project: Project, where: Loc, why: str) -> Detected:
+    project.guessed = why
+    return Detected("pytorch", where, why)
 
 
 def framework_of_python(src: PySource) -> tuple[str, Loc] | None:
@@ -56,7 +85,7 @@ def framework_of_command(command: Command, script: InputFile | None) -> str | No
     return None
 
 
-def _from_shell(project: Project, primary: InputFile) -> tuple[str, Loc]:
+def _from_shell(project: Project, primary: InputFile) -> Detected:
     if not project.launches:
         raise MintMigrateError(
             f"{primary.label}:1: no training command found: no python / torchrun / deepspeed / accelerate launch / "
@@ -65,30 +94,46 @@ def _from_shell(project: Project, primary: InputFile) -> tuple[str, Loc]:
     for command, script in project.launches:
         framework = framework_of_command(command, script)
         if framework is not None:
-            return framework, command.loc
+            return Detected(framework, command.loc)
     command, script = project.launches[0]
     if script is not None and _from_companions(project) is not None:
-        return _from_companions(project)[0], command.loc
+        return Detected(_from_companions(project)[0], command.loc)
     if (command.script or command.module) and script is None:
         flags = {a.name for a in command.flags()}
         if flags & _TRL_FLAGS:
-            return "trl", command.loc
+            return Detected("trl", command.loc)
         for y in project.yamls():  # the config it is handed says whose it is
             for analyzer in analyzers():
                 if analyzer.detect_config(y.yaml.keys()):
-                    return analyzer.name, command.loc
+                    return Detected(analyzer.name, command.loc)
         if command.script:
+            stated = len([a for a in command.args if a.value is not None or a.raw]) + len(project.yamls())
+            if stated >= _ENOUGH_TO_PLAN:
+                return _guess(project, command.loc, f"{command.loc} runs {command.script}, which was not given and "
+                              f"was not found beside {primary.label} or in the folders above it: the plan is read from "
+                              f"the launch's flags and the configs given alone. Pass it with --config {command.script} "
+                              "to read the training code")
             raise MintMigrateError(
                 f"{command.loc}: the command runs {command.script}, which was not given and was not found next to "
                 f"{primary.label}; pass it with --config {command.script}."
             )
+    if script is not None and script.python is not None and _launches_training(command, script):
+        return _guess(project, command.loc, f"{command.loc} launches {script.label}, which imports no framework this "
+                      "tool knows and has no loop it recognises (a vendored or in-house trainer)")
     raise MintMigrateError(
         f"{command.loc}: {command.text} is not a {framework_list()} training entry point; pass the training "
         "script it runs with --config."
     )
 
 
-def _from_yaml(project: Project, primary: InputFile) -> tuple[str, Loc]:
+def _launches_training(command: Command, script: InputFile) -> bool:
+    """A distributed launcher, or a script named for training that the command hands settings."""
+    if command.program in _TRAINING_LAUNCHERS or set(command.launchers) & _TRAINING_LAUNCHERS:
+        return True
+    return algorithm_in_name(script.path.stem) is not None and len(command.flags()) >= _ENOUGH_TO_PLAN
+
+
+def _from_yaml(project: Project, primary: InputFile) -> Detected:
     """A config as the primary input: the script or launcher beside it decides when there is one
     (given as a companion, or found in the same folder); else the config's own keys."""
     for f in project.files:
@@ -102,7 +147,7 @@ def _from_yaml(project: Project, primary: InputFile) -> tuple[str, Loc]:
         if f.python is not None:
             found = framework_of_python(f.python)
             if found is not None:
-                return found
+                return Detected(*found)
     keys = primary.yaml.keys()
     first = next(iter(primary.yaml.values.values())).loc if keys else Loc(primary.label, 1)
     if primary.is_infra_config:
@@ -112,7 +157,7 @@ def _from_yaml(project: Project, primary: InputFile) -> tuple[str, Loc]:
         )
     for analyzer in analyzers():
         if analyzer.detect_config(keys):
-            return analyzer.name, first
+            return Detected(analyzer.name, first)
     raise MintMigrateError(
         f"{primary.label}:{first.line}: unrecognised config: its keys match no {framework_list()} config, and no "
         "training script was found next to it. Pass the training or launch script, with this file as --config."

@@ -24,6 +24,7 @@ from mint_migrate.analyze.pycommon import OPTIMIZERS
 from mint_migrate.analyze.pyvalues import CallSite, PySource
 from mint_migrate.analyze.scalars import parse_scalar
 from mint_migrate.analyze.synonyms import looks_like_setting, meaning
+from mint_migrate.analyze.yamlconf import YamlConfig
 from mint_migrate.pyindex import field_default, iter_nodes, literal_value
 from mint_migrate.pyparse import parse_ast
 
@@ -86,8 +87,8 @@ def harvest(project: Project) -> list[Stated]:
     """Every setting the inputs state, one item per name: the value the run uses."""
     found: list[Stated] = []
     own = {name.rsplit(".", 1)[-1] for f in project.pythons() for name in f.python.functions}
-    composed = {v.loc.path for f in project.pythons() if f.python.hydra is not None
-                for v in f.python.hydra.values.values()}  # read under their hydra package by _hydra
+    composed = {v.loc.path for config in project.hydra_configs()
+                for v in config.values.values()}  # read under their hydra package by _hydra
     for f in project.files:
         if f.shell is not None:
             found += _shell(f)
@@ -96,6 +97,8 @@ def harvest(project: Project) -> list[Stated]:
         if f.python is not None:
             others = "\n".join(g.python.text for g in project.pythons() if g is not f)
             found += _python(f, own, others)
+    if project.hydra is not None:
+        found += _composed(project.hydra)
     for command, _script in project.launches:  # a launcher's runs and their variants (if/else branches)
         if not auxiliary(command):
             found += _command(command)
@@ -277,11 +280,13 @@ def _names_used(src: PySource) -> dict[str, int]:
 
 
 def _hydra(src: PySource) -> list[Stated]:
-    """The config a `@hydra.main` function receives, composed from its defaults list and overrides;
-    `???` is hydra's "must be given", not a value."""
-    if src.hydra is None:
-        return []
-    return [Stated(k, v.value, v.loc, v.level, "config") for k, v in src.hydra.values.items()
+    """The config a `@hydra.main` function receives, composed from its defaults list and overrides."""
+    return [] if src.hydra is None else _composed(src.hydra)
+
+
+def _composed(config: YamlConfig) -> list[Stated]:
+    """A composed hydra config's values; `???` is hydra's "must be given", not a value."""
+    return [Stated(k, v.value, v.loc, v.level, "config") for k, v in config.values.items()
             if _plain(v.value) and v.value != "???"]
 
 

@@ -57,6 +57,14 @@ class Project:
     primary: InputFile
     files: list[InputFile] = field(default_factory=list)
     launches: list[tuple[Command, InputFile | None]] = field(default_factory=list)
+    guessed: str | None = None  # set by detect.py: the framework is a guess, and why
+    # a hydra primary config composed with a launch's choices when the script it configures is missing
+    hydra: YamlConfig | None = None
+
+    def hydra_configs(self) -> list[YamlConfig]:
+        """Every composed hydra config: the scripts' own, and the one composed for a missing script."""
+        composed = [f.python.hydra for f in self.pythons() if f.python.hydra is not None]
+        return composed + ([self.hydra] if self.hydra is not None else [])
 
     @property
     def base_dir(self) -> Path:
@@ -195,11 +203,7 @@ def _link_launches(project: Project) -> None:
         for command in f.shell.commands:
             script_file = None
             if command.script:
-                script_file = project.find(command.script, f.path.parent)
-                if script_file is None:
-                    candidate = (f.path.parent / os.path.expanduser(command.script))
-                    if candidate.is_file() and candidate.suffix == ".py":
-                        script_file = add_file(project, candidate, auto=True)
+                script_file = project.find(command.script, f.path.parent) or _launched_on_disk(project, f, command.script)
             for arg in [*command.launcher_args, *command.flags()]:
                 if arg.name in CONFIG_FLAGS and arg.value is not None and isinstance(arg.value.value, str):
                     _follow_config(project, f, arg.value.value)
@@ -218,6 +222,7 @@ def _link_launches(project: Project) -> None:
             if script_file is not None and script_file.python is not None and script_file.launched_by is None:
                 script_file.launched_by = command
                 script_file.python.use_command_line(command_flags(command))
+    _compose_for_missing_script(project)
     for f in project.pythons():
         if f.launched_by is None:
             flags, f.example = example_flags(f.python)
@@ -239,6 +244,40 @@ def _link_launches(project: Project) -> None:
             composed = compose(f.path.parent / config_dir, name, f.python.cli, project.label_for)
             if composed is not None:
                 f.python.use_hydra(composed)
+
+
+def _compose_for_missing_script(project: Project) -> None:
+    """A launch of a hydra app whose script was not given (`python src/train.py dataset=persona
+    model=llama`) with its primary config given (a YAML with a `defaults:` list): the config it would
+    receive, composed from the config's folder with the launch's group choices."""
+    missing = [c for c, script in project.launches if c.script and script is None]
+    roots = [y for y in project.yamls() if isinstance(getattr(y.yaml.get("defaults"), "value", None), list)]
+    if not missing or not roots:
+        return
+    root = min(roots, key=lambda y: len(y.path.parts))  # the primary config sits above its groups
+    project.hydra = compose(root.path.parent, root.path.name, command_flags(missing[0]), project.label_for)
+
+
+# How far above a launcher the folder it is run from may be: `scripts/train.sh` run from the
+# project's root, `examples/x/scripts/sft.sh` from `examples/x`.
+_LAUNCH_DEPTH = 3
+
+
+def _launched_on_disk(project: Project, launcher: InputFile, written: str) -> InputFile | None:
+    """The Python script a launch command runs, found beside the launcher or in a folder above it
+    (launchers usually live in `scripts/` and run from the project's root), read as if given."""
+    folder = launcher.path.parent.resolve()
+    for _ in range(_LAUNCH_DEPTH + 1):
+        candidate = folder / os.path.expanduser(written)
+        if candidate.suffix == ".py" and candidate.is_file():
+            try:
+                return add_file(project, candidate, auto=True)
+            except MintMigrateError:  # outside an MCP tool's read fence, or unreadable: not ours to read
+                return None
+        if folder.parent == folder:
+            break
+        folder = folder.parent
+    return None
 
 
 def _launched_importer(project: Project, f: InputFile) -> InputFile | None:

@@ -33,7 +33,8 @@ def analyze_inputs(source_path: Path, config_paths: list[Path], confirmed: list[
     """The plan, plus the Tinker 0.38 -> 0.22 call fixes the report lists. `confirmed`: settings the
     caller read in the inputs, `key=value@file:line`, each checked against its line (confirm.py)."""
     project = load_project(Path(source_path), [Path(p) for p in config_paths])
-    framework, where = detect(project)
+    found = detect(project)
+    framework, where = found.framework, found.where
     stated = harvest(project)
     ev = Evidence(stated=stated, meaning_of=meaning)
     reader = analyzer(framework)
@@ -56,6 +57,11 @@ def analyze_inputs(source_path: Path, config_paths: list[Path], confirmed: list[
     _task_choices(mint, settings, facts)
     warnings = [*_still_open(ev.warnings, mint.kind, facts), *more, *facts.warnings, *_stray_flags(project),
                 *_hydra_skipped(project)]
+    if found.guessed:
+        warnings.insert(0, PlanWarning(code="FRAMEWORK_GUESSED", message=f"Best effort: {found.guessed}. The "
+                                       "framework (a hand-written loop) and every setting below are read from what "
+                                       "the inputs state; check each against the training code before you run it.",
+                                       source=str(where)))
     if algorithm == "other" and vote is not None and vote.weight == 0:
         warnings.append(PlanWarning(code="ALGORITHM_UNKNOWN", message=f"Could not tell the algorithm: {vote.why}. "
                                     "Check the scaffold choice in MIGRATION.md."))
@@ -267,8 +273,8 @@ def _launch_context(project: Project, ev: Evidence) -> None:
 def _hydra_skipped(project: Project) -> list[PlanWarning]:
     """Defaults-list entries of a hydra composition that were not read: said, never skipped silently."""
     out = []
-    for f in project.pythons():
-        for what in getattr(f.python.hydra, "skipped", []) if f.python.hydra is not None else []:
+    for config in project.hydra_configs():
+        for what in getattr(config, "skipped", []):
             where, _, message = what.partition(": ")
             out.append(PlanWarning(code="HYDRA_UNRESOLVED", message=f"{message}. Its settings are not in the plan: "
                                    "pass the file with --config, or confirm the values with --set.", source=where))

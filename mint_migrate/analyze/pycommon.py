@@ -1,6 +1,8 @@
 """Python facts that mean the same in every framework: model and dataset loading, optimizers,
 LoRA configs, and the infrastructure imports that become server-side on MinT."""
 
+import re
+
 import libcst as cst
 
 from mint_migrate.analyze.evidence import Evidence, Loc, Value
@@ -196,9 +198,19 @@ _NAMED_ALGORITHMS = (("grpo", "grpo"), ("rloo", "reinforce"), ("reinforce", "rei
                      ("gkd", "distillation"), ("sft", "sft"), ("supervised", "sft"))
 
 
+# Short names that say an algorithm only as a word of their own (`RMTrainer`, `train_rm.py`), never
+# inside another word (`transformer`, `warmup`).
+_NAMED_WORDS = {"rm": "reward_model", "sft": "sft", "dpo": "dpo", "ppo": "ppo", "grpo": "grpo", "kto": "kto",
+                "orpo": "orpo"}
+
+
 def algorithm_in_name(name: str) -> str | None:
     low = name.lower()
-    return next((algorithm for word, algorithm in _NAMED_ALGORITHMS if word in low), None)
+    found = next((algorithm for word, algorithm in _NAMED_ALGORITHMS if word in low), None)
+    if found is not None:
+        return found
+    words = re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+", name)
+    return next((_NAMED_WORDS[w.lower()] for w in words if w.lower() in _NAMED_WORDS), None)
 
 
 def trainer_runs(src: PySource) -> list[CallSite]:

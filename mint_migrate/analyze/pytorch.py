@@ -59,7 +59,7 @@ def analyze(project: Project, ev: Evidence) -> None:
     found_loop = False
     for f in project.pythons():
         src = f.python
-        if not is_training_script(src):
+        if not is_training_script(src) and not project.guessed:
             continue
         found_loop = True
         infra_imports(src, ev)
@@ -76,11 +76,25 @@ def analyze(project: Project, ev: Evidence) -> None:
     if found_loop:
         _split_preference(project, ev)
         _split_policy_gradient(project, ev)
-    if not found_loop:
+    if project.guessed:
+        _named_algorithm(project, ev)
+    if not found_loop and not project.guessed:
         raise MintMigrateError(
             f"{project.primary.label}:1: no training loop found (no optimizer, no loss.backward()); pass the script "
             "that trains, or a TRL / verl / OpenRLHF / torchforge / Tinker setup."
         )
+
+
+def _named_algorithm(project: Project, ev: Evidence) -> None:
+    """A guessed setup's algorithm when its code said nothing: what its files and trainers are named for."""
+    names = [(f.path.stem, Loc(f.label, 1)) for f in project.files if f.python or f.shell]
+    names += [(c.name, c.loc) for f in project.pythons() for c in trainer_runs(f.python)]
+    names += [(f.path.stem, Loc(f.label, 1)) for f in project.yamls()]  # `loss/dpo.yaml`
+    for name, loc in names:
+        algorithm = algorithm_in_name(name)
+        if algorithm is not None:
+            ev.vote(algorithm, loc, f"named for it: {name}", 1)
+            return
 
 
 _HF_TRAINERS = ("Trainer", "Seq2SeqTrainer")

@@ -893,7 +893,11 @@ class ShellScript:
                 fields[-1].add(self._written(part, positional), part.line, unresolved=True)
                 keep[-1] = True
             elif split and not part.quoted:
+                count, start = len(fields), len(fields[-1].chars)
                 add_split(value)
+                if len(fields) == count and part.kind == "var" and part.text in self.variables \
+                        and self.variables[part.text].loc is not None:  # not split: still the variable's text
+                    fields[-1].spans.append((start, len(fields[-1].chars), self.variables[part.text].loc.line))
             else:
                 start = len(fields[-1].chars)
                 fields[-1].extend(value)
@@ -924,6 +928,8 @@ class ShellScript:
             return self._transformed(part, value, positional)
         unset = value is None or (part.op.startswith(":") and not value.chars)
         if part.op.lstrip(":") in {"-", "="} and unset:
+            if value is None and not part.arg and not part.text.isdigit():
+                return None  # `${MODEL_PATH:-}`: the environment's value, which only the machine knows
             return self._word_text(part.arg or "", part.line, positional)
         if part.op.lstrip(":") == "+":
             return Text() if unset else self._word_text(part.arg or "", part.line, positional)
@@ -1029,6 +1035,8 @@ class ShellScript:
     def _written(self, part: Part, positional: list[Text] | None) -> str:
         """An expansion only the machine can make, as written, with the script's own variables put
         in (also inside `$(...)`: `$(cd "$SCRIPT_DIR/.." && pwd)` -> `$(cd "$(dirname "$0")/.." && pwd)`)."""
+        if part.kind == "var" and part.op is not None and part.op.lstrip(":") in {"-", "="} and not part.arg:
+            return f"${part.text}"  # `${MODEL_PATH:-}` says no more than `$MODEL_PATH`
         if part.kind != "cmd" or not part.raw.startswith(("$(", "`")):
             return part.raw
         opener, closer = ("$(", ")") if part.raw.startswith("$(") else ("`", "`")

@@ -202,7 +202,8 @@ _SUFFIXES: dict[str, Meaning] = {
     "kl_ctrl.type": Meaning("kl.kl_type", "kl"), "actor.strategy": Meaning("server", "server"),
     "critic.strategy": Meaning("server", "server"), "model.path": Meaning("base_model", "setting"),
     "data.path": Meaning("dataset", "setting"), "dataset.path": Meaning("dataset", "setting"),
-    "dataset.name": Meaning("dataset", "setting"),
+    "dataset.name": Meaning("dataset", "setting"), "model.model": Meaning("base_model", "setting"),
+    "dataset.dataset": Meaning("dataset", "setting"),
 }
 # Samples per prompt, however a loop words it: `NUM_ANSWERS_PER_QUESTION`, `responses_per_problem`.
 _PER_PROMPT = re.compile(r"^(num_|n_)?(answers?|responses?|completions?|generations?|samples?|rollouts?|outputs?)"
@@ -246,7 +247,7 @@ def meaning(key: str, owner: str = "") -> Meaning | None:
             found = _constant_meaning(low)
     if found is None and _PER_PROMPT.match(low):
         found = Meaning("num_generations", "setting")
-    lora_call = any(word in (prefix + owner.lower()) for word in ("lora", "peft"))
+    lora_call = any(word in (prefix + owner.lower()) for word in ("lora", "peft", "adapter"))
     if found is not None and found.concept == "lora.rank" and low in ("r", "rank") and not lora_call:
         return None  # a bare `r`/`rank` is a LoRA rank only inside a LoRA config or a get_peft_model call
     if found is not None and found.concept == "lora.alpha" and low == "alpha" and not lora_call:

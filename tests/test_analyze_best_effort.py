@@ -1,0 +1,153 @@
+"""Setups no framework reader recognises, read anyway: a launcher in `scripts/` whose script sits in
+a folder above it, a launch of a script nobody gave us (its flags and hydra configs alone), and a
+script that trains through a vendored or in-house trainer. Each is a plan that says loudly that it
+is a best effort, not a refusal that drops every setting the inputs state."""
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from mint_migrate.analyze import analyze
+from mint_migrate.errors import MintMigrateError
+
+
+def write(root: Path, name: str, text: str) -> Path:
+    path = root / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text).lstrip("\n"))
+    return path
+
+
+def ledger_of(plan) -> dict:
+    return {item.key: item.value for item in plan.ledger}
+
+
+def guessed(plan) -> str | None:
+    return next((w.message for w in plan.warnings if w.code == "FRAMEWORK_GUESSED"), None)
+
+
+SFT_LOOP = """
+    import argparse
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--model_path", default="gpt2")
+    parser.add_argument("--lr", type=float, default=1e-4)
+    parser.add_argument("--epochs", type=int, default=1)
+    args = parser.parse_args()
+
+    model = AutoModelForCausalLM.from_pretrained(args.model_path)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr)
+    for epoch in range(args.epochs):
+        loss = model(input_ids=torch.zeros(1, 4, dtype=torch.long), labels=torch.zeros(1, 4, dtype=torch.long)).loss
+        loss.backward()
+        optimizer.step()
+"""
+
+
+def test_a_launcher_in_scripts_runs_the_script_of_the_folder_it_is_run_from(tmp_path):
+    write(tmp_path, "proj/train_sft.py", SFT_LOOP)
+    launcher = write(tmp_path, "proj/scripts/sft.sh", """
+        accelerate launch --config_file config/sft.yaml train_sft.py \\
+            --model_path bigscience/bloom-1b1 \\
+            --lr 2e-5 \\
+            --epochs 4
+    """)
+    plan = analyze(launcher, [])
+    assert plan.framework == "pytorch" and plan.algorithm == "sft"
+    assert guessed(plan) is None  # the loop was read: nothing guessed
+    assert plan.settings.learning_rate.value == 2e-5
+    assert plan.settings.base_model.value == "bigscience/bloom-1b1"
+    assert any("train_sft.py" in i and "found from the inputs" in i for i in plan.inputs)
+
+
+def test_a_vendored_trainer_launched_with_accelerate_is_a_loud_best_effort_plan(tmp_path):
+    write(tmp_path, "proj/train_ppo.py", """
+        import argparse
+        from mytrlx import train, TRLConfig   # the project's own copy of a trainer library
+
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--model_path", default="outputs/sft")
+        parser.add_argument("--lr", type=float, default=5e-6)
+        args = parser.parse_args()
+        config = TRLConfig(total_steps=1000, batch_size=4)
+        train(args.model_path, config=config, reward_fn=lambda samples: [0.0] * len(samples))
+    """)
+    launcher = write(tmp_path, "proj/scripts/ppo.sh", """
+        accelerate launch train_ppo.py \\
+            --model_path outputs/sft \\
+            --lr 1e-5
+    """)
+    plan = analyze(launcher, [])
+    assert plan.framework == "pytorch"
+    assert plan.algorithm == "ppo"  # what its files are named for, with nothing else to go on
+    assert "vendored or in-house trainer" in guessed(plan)
+    assert plan.warnings[0].code == "FRAMEWORK_GUESSED"  # first, where an agent reads first
+    assert plan.settings.learning_rate.value == 1e-5
+    assert ledger_of(plan)["lr"] == 1e-5
+
+
+def test_a_launch_of_a_missing_hydra_app_is_read_from_its_flags_and_composed_configs(tmp_path):
+    write(tmp_path, "config/config.yaml", """
+        seed: ???
+        exp_name: ???
+        defaults:
+          - _self_
+          - model: ???
+          - adapter: ???
+          - loss: dpo
+        batch_size: 4
+        lr: 5e-5
+        n_epochs: 2
+    """)
+    write(tmp_path, "config/loss/dpo.yaml", "beta: 0.3\nreference_free: false\n")
+    write(tmp_path, "config/model/llama1B.yaml", "model: meta-llama/Llama-3.2-1B-Instruct\ntarget_modules: [q_proj]\n")
+    write(tmp_path, "config/adapter/lora.yaml", "r: ???\nalpha: 16\n")
+    configs = [tmp_path / "config" / p for p in ("config.yaml", "loss/dpo.yaml", "model/llama1B.yaml",
+                                                  "adapter/lora.yaml")]
+    launcher = write(tmp_path, "scripts/run.sh", """
+        accelerate launch src/train.py \\
+            exp_name=llama1B \\
+            model=llama1B \\
+            adapter=lora \\
+            adapter.r=16
+    """)
+    plan = analyze(launcher, configs)
+    assert plan.framework == "pytorch" and plan.algorithm == "dpo"  # the chosen loss group's file
+    message = guessed(plan)
+    assert "src/train.py, which was not given" in message and "--config src/train.py" in message
+    ledger = ledger_of(plan)
+    assert ledger["loss.beta"] == 0.3 and ledger["model.model"] == "meta-llama/Llama-3.2-1B-Instruct"
+    assert ledger["adapter.alpha"] == 16 and ledger["adapter.r"] == 16
+    assert plan.settings.beta.value == 0.3
+    assert plan.settings.base_model.value == "meta-llama/Llama-3.2-1B-Instruct"
+    assert plan.settings.learning_rate.value == 5e-5
+    assert plan.settings.lora.value.rank == 16
+
+
+def test_a_missing_script_with_almost_nothing_stated_is_still_refused(tmp_path):
+    launcher = write(tmp_path, "run.sh", "python missing_script.py --lr 1\n")
+    with pytest.raises(MintMigrateError, match=r"run\.sh:1: the command runs missing_script\.py"):
+        analyze(launcher, [])
+
+
+def test_a_script_named_for_training_without_a_known_loop_is_guessed_but_a_utility_is_refused(tmp_path):
+    script = write(tmp_path, "train_rm.py", """
+        import argparse
+        from my_project.trainer import RMTrainer
+
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--learning_rate", type=float, default=1e-5)
+        args = parser.parse_args()
+        RMTrainer(lr=args.learning_rate).fit()
+    """)
+    plan = analyze(script, [])
+    assert plan.framework == "pytorch" and plan.algorithm == "reward_model"
+    assert guessed(plan) is not None
+    assert plan.settings.learning_rate.value == 1e-5
+    util = write(tmp_path, "util.py", "import argparse\nparser = argparse.ArgumentParser()\n"
+                 "parser.add_argument('--x', default=1)\n")
+    with pytest.raises(MintMigrateError, match="no training setup found"):
+        analyze(util, [])
