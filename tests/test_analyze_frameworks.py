@@ -771,3 +771,30 @@ def test_a_trainer_a_helper_builds_and_a_module_launch_with_hf_flags_are_trainin
             --model_name_or_path Qwen/Qwen2.5-0.5B --learning_rate 1e-5 --num_train_epochs 3
         """)
     assert plan.framework == "trl" and plan.settings.num_epochs.value == 3
+
+
+def test_a_trl_script_that_borrows_another_frameworks_helpers_is_trl_and_its_keywords_cite_argparse(tmp_path):
+    plan = plan_of(tmp_path, "grpo_local.py", """
+        import argparse
+        from peft import LoraConfig
+        from trl import GRPOConfig, GRPOTrainer
+        from tinker_cookbook.recipes.math_rl.math_grading import grade_answer   # only a grader
+
+        def math_reward_fn(completions, answer, **kwargs):
+            return [1.0 if grade_answer(c, a) else 0.0 for c, a in zip(completions, answer)]
+
+        def main():
+            parser = argparse.ArgumentParser()
+            parser.add_argument("--lora-rank", type=int, default=64)
+            parser.add_argument("--num-generations", type=int, default=16)
+            args = parser.parse_args()
+            peft_config = LoraConfig(r=args.lora_rank, lora_alpha=args.lora_rank)
+            config = GRPOConfig(output_dir="out", learning_rate=4e-5, num_generations=args.num_generations)
+            trainer = GRPOTrainer(model="Qwen/Qwen3-4B", args=config, reward_funcs=math_reward_fn,
+                                  train_dataset=None, peft_config=peft_config)
+            trainer.train()
+    """)
+    assert (plan.framework, plan.algorithm) == ("trl", "grpo")
+    assert plan.settings.num_generations.value == 16
+    items = {(i.key, repr(i.value), i.source) for i in plan.ledger}
+    assert ("r", "64", "grpo_local.py:11") in items and ("lora_alpha", "64", "grpo_local.py:11") in items

@@ -5,6 +5,7 @@ script flags, or runs a script nobody gave us), the answer is a best-effort gues
 reader of the inputs' own code and settings), that the plan states loudly: a plan an agent can
 check and complete is worth more than a refusal that drops every setting the inputs state."""
 
+import re
 from dataclasses import dataclass
 
 from mint_migrate.analyze.evidence import Loc
@@ -58,11 +59,23 @@ def _guess(project: Project, where: Loc, why: str) -> Detected:
 
 
 def framework_of_python(src: PySource) -> tuple[str, Loc] | None:
-    for analyzer in analyzers():
-        loc = analyzer.python_signal(src)
-        if loc is not None:
-            return analyzer.name, loc
-    return None
+    """The framework the file shows; of several (TRL's trainer beside tinker-cookbook's grading
+    helpers), the one whose training calls the file makes."""
+    found = [(analyzer, loc) for analyzer in analyzers() if (loc := analyzer.python_signal(src)) is not None]
+    if not found:
+        return None
+    driving = [(a, loc) for a, loc in found if not a.generic and _calls_training_of(src, a.imports)]
+    analyzer, loc = (driving or found)[0]
+    return analyzer.name, loc
+
+
+# Calls that start or step a training run (`GRPOTrainer(...)`, `train.main(...)`, `forward_backward`).
+_TRAINING_CALL = re.compile(r"(^|_)train(ing|er)?(_|$)|Trainer|forward_backward|ServiceClient")
+
+
+def _calls_training_of(src: PySource, modules: tuple[str, ...]) -> bool:
+    return any(c.qualname.split(".", 1)[0] in modules and _TRAINING_CALL.search(c.qualname.rsplit(".", 1)[-1])
+               for c in src.calls if c.qualname)
 
 
 def _from_companions(project: Project) -> tuple[str, Loc] | None:

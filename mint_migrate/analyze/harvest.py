@@ -25,7 +25,7 @@ from mint_migrate.analyze.pyvalues import CallSite, PySource
 from mint_migrate.analyze.scalars import parse_scalar
 from mint_migrate.analyze.synonyms import looks_like_setting, meaning
 from mint_migrate.analyze.yamlconf import YamlConfig
-from mint_migrate.pyindex import field_default, iter_nodes, literal_value
+from mint_migrate.pyindex import dotted_name, field_default, iter_nodes, literal_value
 from mint_migrate.pyparse import parse_ast
 
 Kind = str  # flag | override | config | keyword | argparse | field | constant | local | dict | env | launcher
@@ -504,11 +504,13 @@ def _names_a_setting(keyword: str, owner: str) -> bool:
 
 def _bound_literal(node: cst.BaseExpression) -> bool:
     """A literal, or a name the evaluator follows to one (`num_samples=group_size` with `group_size = 1`
-    above, `"model_name": model_name` with a keyword default): the item is cited at the literal; or an
-    f-string of such names (`f"{model_id}-SFT"`), cited at its own line."""
+    above, `"model_name": model_name` with a keyword default), or a settings object's field the
+    evaluator resolves (`r=args.lora_rank`: the argparse default or the launch's flag): the item is
+    cited at the literal; or an f-string of such names (`f"{model_id}-SFT"`), cited at its own line."""
     if isinstance(node, cst.FormattedString):
         return all(isinstance(p, cst.FormattedStringText) or isinstance(p.expression, cst.Name) for p in node.parts)
-    return _literal_node(node) or isinstance(node, cst.Name)
+    return _literal_node(node) or isinstance(node, cst.Name) or (
+        isinstance(node, cst.Attribute) and dotted_name(node) is not None)
 
 
 def _flat_dict(value: Any) -> bool:

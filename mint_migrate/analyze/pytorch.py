@@ -426,4 +426,5 @@ ANALYZER = Analyzer(
     imports=("torch", "transformers", "peft"),
     detect_python=detect_python,
     own_config=True,
+    generic=True,
 )

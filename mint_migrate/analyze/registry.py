@@ -45,6 +45,8 @@ class Analyzer:
     # the inputs' own code reads their YAML configs (a hand-written loop's `yaml.safe_load`), so a
     # key that code never names is never read; a framework's trainer reads keys the inputs do not name
     own_config: bool = False
+    # reads any hand-written loop (the last resort): a file that also imports a framework is that framework's
+    generic: bool = False
     # the user's task: (project, ev, algorithm, kind, settings, task) -> None fills task.data, task.reward
     # and task.schedule (mint_migrate/analyze/task.py holds the shared readers and the Task it fills)
     read_task: Callable[..., None] | None = None
