@@ -83,3 +83,12 @@ def test_yaml_reads_floats_like_omegaconf_and_resolves_interpolations():
     assert y.get("rollout.n") == Value(8, Loc("c.yaml", 3), Level.CONFIG)  # traced to where 8 is written
     assert y.get("rollout.env").value == "${oc.env:HOME}"  # left unresolved
     assert y.get("q").value == "1e-6"  # quoted: a string, as in OmegaConf
+
+
+def test_yaml_sizes_computed_by_arithmetic_resolvers_are_numbers_other_resolvers_stay_as_written():
+    y = YamlConfig("max_req_tokens: 1024\nmax_res_tokens: 512\ntrainer:\n  training:\n"
+                   "    seq_len: ${sum:${max_req_tokens},${max_res_tokens}}\nref:\n  seq_len: ${trainer.training.seq_len}\n"
+                   "cap: ${max:${max_req_tokens}, 4096}\nodd: ${my_resolver:${max_req_tokens}}\n", "c.yaml")
+    assert y.get("trainer.training.seq_len") == Value(1536, Loc("c.yaml", 5), Level.CONFIG)
+    assert y.get("ref.seq_len").value == 1536 and y.get("cap").value == 4096
+    assert y.get("odd").value == "${my_resolver:1024}"  # a resolver only the project knows

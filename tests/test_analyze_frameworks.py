@@ -709,7 +709,7 @@ def test_a_run_handed_to_the_projects_own_trainer_class_not_given(tmp_path, trai
     if framework == "pytorch":  # said as the project's own trainer, not as transformers' Trainer
         assert any(c.source == f"{trainer}(...).train() (the project's own trainer)" for c in plan.constructs)
     assert plan.settings.learning_rate.source == "recipe.yaml:4"
-    assert (plan.settings.dataset.value, plan.settings.dataset.source) == ("acme/ultrafeedback-pairs", "recipe.yaml:3")
+    assert (plan.settings.dataset.value, plan.settings.dataset.source) == (["acme/ultrafeedback-pairs"], "recipe.yaml:3")
 
 
 def test_forks_that_renamed_the_package_are_read_by_their_overrides_and_cli_entry_points(tmp_path):

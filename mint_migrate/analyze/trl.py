@@ -317,7 +317,7 @@ def dataset_mixture(y: InputFile, ev: Evidence) -> None:
     if mixer:
         first = next(iter(mixer.values()))
         ids = list(mixer)
-        ev.setting("dataset", first.with_value(ids if len(ids) > 1 else ids[0]))
+        ev.setting("dataset", first.with_value(ids))  # a mixture, even of one: as dataset_mixture reads
     mixture = y.yaml.get("dataset_mixture.datasets")
     if mixture is not None and isinstance(mixture.value, list):
         ids = list(dict.fromkeys(d.get("id") for d in mixture.value if isinstance(d, dict) and d.get("id")))

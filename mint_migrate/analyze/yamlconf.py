@@ -6,6 +6,7 @@ interpolations `${other.key}` are resolved within the file and traced to the lin
 value; `${oc.env:...}` and partial interpolations stay unresolved (a string with `${`).
 """
 
+import math
 import re
 from typing import Any
 
@@ -224,7 +225,25 @@ class YamlConfig:
             return str(resolved.value)
 
         try:
-            return value.with_value(_INTERP.sub(part, value.value))
+            text = _INTERP.sub(part, value.value)
         except KeyError:
             return value
+        return value.with_value(_arithmetic(text))
+
+
+# Resolvers projects register for sizes (`seq_len: ${sum:${max_req_tokens},${max_res_tokens}}`), once
+# their arguments are numbers. Any other resolver stays as written.
+_ARITHMETIC = {"sum": sum, "add": sum, "max": max, "min": min, "mul": math.prod, "multiply": math.prod}
+_RESOLVER = re.compile(r"\$\{(\w+):\s*([-+0-9.eE]+(?:\s*,\s*[-+0-9.eE]+)*)\s*\}")
+
+
+def _arithmetic(text: str) -> Any:
+    m = _RESOLVER.fullmatch(text.strip())
+    if m is None or m.group(1) not in _ARITHMETIC:
+        return text
+    try:
+        numbers = [float(n) if any(c in n for c in ".eE") else int(n) for n in m.group(2).split(",")]
+    except ValueError:
+        return text
+    return _ARITHMETIC[m.group(1)](numbers)
 
