@@ -653,6 +653,18 @@ def test_a_reward_file_only_the_machine_can_place_is_still_the_reward_file(tmp_p
     assert plan.settings.reward_functions.value == ['$(cd "$(dirname "$0")/.." && pwd)/rewards/math_reward.py:reward_func']
 
 
+def test_a_reward_server_url_is_a_reward_model_not_a_reward_function(tmp_path):
+    plan = plan_of(tmp_path, "run.sh", """
+        python3 -m openrlhf.cli.train_ppo_ray \\
+           --pretrain Qwen/Qwen2.5-0.5B \\
+           --advantage_estimator group_norm \\
+           --remote_rm_url http://127.0.0.1:5000/get_reward
+        """)
+    assert plan.settings.reward_functions is None
+    assert "REWARD_MODEL_SCORING" in codes(plan)
+    assert any(i.key == "remote_rm_url" and i.value == "http://127.0.0.1:5000/get_reward" for i in plan.ledger)
+
+
 def test_a_preference_loss_in_a_module_of_its_own_is_dpo(tmp_path):
     plan = plan_of(tmp_path, "train.py", """
         import torch

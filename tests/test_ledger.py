@@ -83,6 +83,20 @@ def test_the_harvest_follows_names_config_lookups_and_a_loops_own_functions():
     assert unread.disposition == "not_carried" and "never reads this key" in unread.reason
 
 
+def test_the_loss_a_training_step_is_given_is_stated(tmp_path):
+    loop = tmp_path / "rl_loop.py"
+    loop.write_text(
+        "import tinker\n"
+        "client = tinker.ServiceClient().create_lora_training_client(base_model='Qwen/Qwen3-8B', rank=32)\n"
+        "for batch in batches:\n"
+        "    client.forward_backward(batch, loss_fn='importance_sampling')\n"  # 4
+        "    client.optim_step(tinker.AdamParams(learning_rate=4e-5))\n"
+    )
+    found = {(s.key, s.owner): s for s in harvest(load_project(loop, []))}
+    loss = found[("loss_fn", "forward_backward")]
+    assert (loss.value, str(loss.loc), loss.incidental) == ("importance_sampling", "rl_loop.py:4", True)
+
+
 def test_the_entry_points_literal_locals_are_stated_its_counters_are_not(tmp_path):
     (tmp_path / "train.py").write_text(
         "import torch\n\n\n"

@@ -50,7 +50,7 @@ class Stated:
     def incidental(self) -> bool:
         """Said to a call that may serve something beside the training (a tokenizer call inside the
         loss or a reward, an evaluator's builder): a ledger item, never a canonical setting's value."""
-        return self.kind == "keyword" and (self.owner in TRUNCATING_CALLS or "eval" in self.owner.lower())
+        return self.kind == "keyword" and (self.owner in KEYWORD_CALLS or "eval" in self.owner.lower())
 
 
 def normalise(key: str) -> str:
@@ -67,10 +67,12 @@ _SETTING_CALLS = {"from_pretrained", "generate", "load_dataset", "get_scheduler"
                   "SamplingParams", "LLM", "spawn_service", "as_service", "options", "manual_seed", "seed",
                   "set_seed", "seed_everything", "AdamParams", "create_lora_training_client",
                   "create_lora_training_client_async", "prepare_model_for_kbit_training", "BitsAndBytesConfig"}
-# Calls that are not settings calls, but one of whose keywords is: the truncation length of the
-# tokenizer call that builds the training batch.
-TRUNCATING_CALLS = {"tokenizer": {"max_length"}, "encode": {"max_length"}, "encode_plus": {"max_length"},
-                     "batch_encode_plus": {"max_length"}, "apply_chat_template": {"max_length"}}
+# Calls that are not settings calls, but some of whose keywords are (never filling a canonical
+# setting): the truncation length of the tokenizer call that builds the training batch, and the
+# loss a training step is given (`forward_backward(data, loss_fn="importance_sampling")`).
+KEYWORD_CALLS = {"tokenizer": {"max_length"}, "encode": {"max_length"}, "encode_plus": {"max_length"},
+                 "batch_encode_plus": {"max_length"}, "apply_chat_template": {"max_length"},
+                 "forward_backward": {"loss_fn"}, "forward_backward_async": {"loss_fn"}}
 # Positional arguments that are settings, by call: (position, key).
 _POSITIONAL = {"clip_grad_norm_": (1, "max_norm"), "clip_grad_value_": (1, "clip_value"),
                "manual_seed": (0, "seed"), "set_seed": (0, "seed"), "seed_everything": (0, "seed"),
@@ -388,7 +390,7 @@ def _calls(src: PySource, own: set[str]) -> list[Stated]:
     for call in src.calls:
         if call.switched_off():
             continue
-        if is_setting_call(call.name) or call.name in TRUNCATING_CALLS:
+        if is_setting_call(call.name) or call.name in KEYWORD_CALLS:
             out += _call_items(src, call)
         elif (call.name in own or _SAMPLING_WORDS.search(call.name)) and not _in_evaluation(src, call):
             # a loop's own `rollout(..., num_answer_per_question=N)`, an engine's `generate_batch(num_samples=16)`
@@ -405,7 +407,7 @@ def _calls(src: PySource, own: set[str]) -> list[Stated]:
 def _call_items(src: PySource, call: CallSite, *, named_only: bool = False) -> list[Stated]:
     out = []
     owner = call.name
-    only = TRUNCATING_CALLS.get(call.name)
+    only = KEYWORD_CALLS.get(call.name)
     for arg in call.node.args:
         if arg.keyword is None or not _bound_literal(arg.value) or (only and arg.keyword.value not in only):
             continue

@@ -254,8 +254,7 @@ def _reward(project: Project, flags: dict[str, Arg], ev: Evidence) -> None:
     if remote is None or remote.value is None:
         return
     target = str(remote.value)  # as written when only the machine knows part of it (`$(cd ... && pwd)/r.py`)
-    if not target.endswith(".py"):
-        ev.setting("reward_functions", remote.with_value([target]))
+    if not target.endswith(".py"):  # a reward server: a model behind a URL, not a function of the inputs
         ev.warn("REWARD_MODEL_SCORING", f"Rewards come from a remote server ({target}); call it from the reward "
                 "function in train.py, or port its logic to Python.", remote.loc)
         return
