@@ -810,3 +810,38 @@ def test_a_trl_script_that_borrows_another_frameworks_helpers_is_trl_and_its_key
     assert plan.settings.num_generations.value == 16
     items = {(i.key, repr(i.value), i.source) for i in plan.ledger}
     assert ("r", "64", "grpo_local.py:11") in items and ("lora_alpha", "64", "grpo_local.py:11") in items
+
+
+def test_a_tinker_loop_whose_yaml_updates_its_defaults_dict_cites_the_yaml_and_its_batch_is_global(tmp_path):
+    plan = plan_of(tmp_path, "grpo_train.py", """
+        import yaml
+        import tinker
+
+        DEFAULTS = {
+            "model_name": "Qwen/Qwen3-4B-Instruct-2507",
+            "learning_rate": 4e-5,
+            "batch_size": 128,
+            "group_size": 16,
+        }
+
+        def load_config(config_path):
+            config = DEFAULTS.copy()
+            config.update(yaml.safe_load(open(config_path)))
+            return config
+
+        def main(config_path):
+            config = load_config(config_path)
+            client = tinker.ServiceClient().create_lora_training_client(base_model=config["model_name"])
+            for batch in batches(config["batch_size"], config["group_size"]):
+                client.forward_backward(batch, loss_fn="importance_sampling")
+                client.optim_step(tinker.AdamParams(learning_rate=config["learning_rate"]))
+    """, ("grpo_config.yaml", """
+        model_name: Qwen/Qwen3-4B-Instruct-2507
+        learning_rate: 4.0e-5
+        group_size: 16
+        batch_size: 128
+    """))
+    assert plan.framework == "tinker"
+    assert (plan.settings.learning_rate.value, plan.settings.learning_rate.source) == (4e-5, "grpo_config.yaml:2")
+    assert (plan.settings.global_batch_size.value, plan.settings.global_batch_size.source) == (128, "grpo_config.yaml:4")
+    assert plan.settings.per_device_batch_size is None

@@ -338,7 +338,7 @@ def _assignments(src: PySource) -> list[Stated]:
                 continue
             if isinstance(a.value, cst.Dict) and not _literal_node(a.value):
                 if all(isinstance(e, cst.DictElement) and _bound_literal(e.value) for e in a.value.elements):
-                    out += _dict_entries(src, a.value, a.scope)
+                    out += _dict_entries(src, a.value, a.scope, defaults=_merged_over(src, name))
                 continue
             local = a.scope is not None
             if not _literal_node(a.value) and not ((name.isupper() or looks_like_setting(name))
@@ -350,7 +350,7 @@ def _assignments(src: PySource) -> list[Stated]:
             if value is None:
                 continue
             if isinstance(value.value, dict):
-                out += _dict_entries(src, a.value, a.scope)
+                out += _dict_entries(src, a.value, a.scope, defaults=_merged_over(src, name))
                 continue
             if not _plain(value.value) or value.value is None:
                 continue
@@ -368,7 +368,14 @@ def _entry_local(src: PySource, a) -> bool:
     return value not in (None, 0, 1, "", 0.0) and not isinstance(value, bool)
 
 
-def _dict_entries(src: PySource, node: cst.BaseExpression, scope) -> list[Stated]:
+def _merged_over(src: PySource, name: str) -> bool:
+    """A dict the code copies or updates (`config = DEFAULT_CONFIG.copy(); config.update(yaml...)`):
+    its entries are defaults that a config may override, not the run's last word."""
+    return re.search(rf"\b{re.escape(name)}\.(copy|update)\(|\bdict\(\s*{re.escape(name)}\s*\)|\*\*{re.escape(name)}\b",
+                     src.text) is not None
+
+
+def _dict_entries(src: PySource, node: cst.BaseExpression, scope, *, defaults: bool = False) -> list[Stated]:
     out = []
     if not isinstance(node, cst.Dict):
         return out
@@ -381,7 +388,8 @@ def _dict_entries(src: PySource, node: cst.BaseExpression, scope) -> list[Stated
             continue
         if value.value is None or not _bound_literal(element.value):
             continue
-        out.append(Stated(key.value, value.value, value.loc, max(value.level, Level.DEFAULT), "dict"))
+        level = Level.DEFAULT if defaults else max(value.level, Level.DEFAULT)
+        out.append(Stated(key.value, value.value, value.loc, level, "dict"))
     return out
 
 

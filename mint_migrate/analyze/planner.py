@@ -8,7 +8,7 @@ from pathlib import Path
 
 from mint_migrate.analyze import choices, confirm, coverage, ledger, optimizer, task
 from mint_migrate.analyze.detect import detect
-from mint_migrate.analyze.evidence import Evidence
+from mint_migrate.analyze.evidence import Evidence, Level, Value
 from mint_migrate.analyze.harvest import Stated, harvest
 from mint_migrate.analyze.inputs import Project, load_project
 from mint_migrate.analyze.pycommon import server_side
@@ -42,6 +42,7 @@ def analyze_inputs(source_path: Path, config_paths: list[Path], confirmed: list[
     _launch_context(project, ev)
     unread = _unread(project, stated) if reader.own_config else set()
     _fill_from_harvest(ev, stated, reader.reserved_names, unread)
+    _cite_the_override(ev, stated, unread)
     agent = confirm.apply(confirm.parse_all(confirmed or []), project, ev)
     vote = ev.algorithm()
     algorithm = vote.algorithm if vote is not None else "other"
@@ -165,6 +166,23 @@ def _unread(project: Project, stated: list[Stated]) -> set[int]:
 
 _PLAIN_LOAD = re.compile(r"\b(yaml\.(safe_|full_)?load|OmegaConf\.load|json\.load)\(")
 _FIELD_LOAD = re.compile(r"\b(HfArgumentParser|TrlParser|parse_yaml_file|from_yaml|structured)\b")
+
+
+def _cite_the_override(ev: Evidence, stated: list[Stated], unread: set[int]) -> None:
+    """A setting read from code (`config = {"learning_rate": 5e-4}`) that a config or the command
+    line states again with the same value (the YAML the loop merges over its dict): cited where the
+    run takes it from, the higher level. A different value changes nothing here: which one the run
+    uses is the reader's call."""
+    for key in _FILLABLE:
+        best = ev.best(key)
+        if best is None or best.loc is None:
+            continue
+        over = [s for s in stated if s.level > best.level and s.level in (Level.CONFIG, Level.COMMAND) and repr(s.value) == repr(best.value) and not s.incidental
+                and id(s) not in unread and (m := meaning(s.key, s.owner)) is not None and m.family == "setting"
+                and m.concept == key]
+        if over:
+            top = max(over, key=lambda s: s.level)
+            ev.setting(key, Value(top.value, top.loc, top.level))
 
 
 def _reserved(norm: str, reserved: tuple[str, ...]) -> bool:

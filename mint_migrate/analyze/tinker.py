@@ -81,6 +81,12 @@ def analyze(project: Project, ev: Evidence) -> None:
     for command, script in project.launches:
         if script is None and (command.module or "").startswith("tinker_cookbook"):
             _recipe_command(command, ev)
+    if ev.best("global_batch_size") is None:  # a loop's own config: Tinker batches are whole batches
+        def batch(s) -> bool:
+            return s.norm.rsplit(".", 1)[-1] in _BATCH_NAMES and not s.incidental and s.kind != "keyword"
+        # the config the loop merges over its defaults dict first, then whatever states it
+        ev.setting("global_batch_size", ev.harvested_where(lambda s: batch(s) and s.level in (Level.CONFIG, Level.COMMAND))
+                   or ev.harvested_where(batch))
     if ev.votes and max(v.weight for v in ev.votes) > 0 and ev.algorithm().algorithm in {"grpo", "ppo", "reinforce"}:
         ev.extra("global_counts_prompts", Value(True, None))
         kl = ev.best("kl_coef")
@@ -90,6 +96,10 @@ def analyze(project: Project, ev: Evidence) -> None:
                     "base-model sampler), or drop it.", kl.loc)
     if not ev.votes:
         ev.vote("other", None, "no loss_fn, cookbook recipe or custom loss found", 0)
+
+
+# What a Tinker loop calls its batch: one server-side step's data, never a per-device share.
+_BATCH_NAMES = ("batch_size", "groups_per_batch", "prompts_per_batch")
 
 
 def _recipe_command(command, ev: Evidence) -> None:
