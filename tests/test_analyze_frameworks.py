@@ -845,3 +845,44 @@ def test_a_tinker_loop_whose_yaml_updates_its_defaults_dict_cites_the_yaml_and_i
     assert (plan.settings.learning_rate.value, plan.settings.learning_rate.source) == (4e-5, "grpo_config.yaml:2")
     assert (plan.settings.global_batch_size.value, plan.settings.global_batch_size.source) == (128, "grpo_config.yaml:4")
     assert plan.settings.per_device_batch_size is None
+
+
+def test_a_tinker_loop_with_a_custom_policy_gradient_loss_and_tuple_constants_is_grpo(tmp_path):
+    plan = plan_of(tmp_path, "grpo_math.py", """
+        import random
+        import tinker
+
+        STEPS, GROUP, LR, TEMP = 100, 4, 5e-6, 0.9
+
+        def reward(response, answer):
+            return 1.0 if answer in response else 0.0
+
+        def format_reward(response):
+            return float(response.endswith("."))
+
+        def evaluate(sc, examples):
+            return [reward(sc.sample(e), e["answer"]) for e in examples]
+
+        _adv = []
+
+        def loss_fn(data, lp):
+            return sum(-_adv[i] * lp[i].sum() for i in range(len(lp))), {}
+
+        tc = tinker.ServiceClient().create_lora_training_client(base_model="Qwen/Qwen3-8B", rank=32)
+        for step in range(STEPS):
+            sc = tc.save_weights_and_get_sampling_client(name=f"s{step}")
+            resp = sc.sample(prompt, num_samples=GROUP,
+                             sampling_params=tinker.SamplingParams(max_tokens=256, temperature=TEMP)).result()
+            rews = [reward(r.text, answer) for r in resp.sequences]
+            mean = sum(rews) / len(rews)
+            _adv = [r - mean for r in rews]
+            tc.forward_backward_custom(data=data, loss_fn=loss_fn).result()
+            tc.optim_step(tinker.AdamParams(learning_rate=LR)).result()
+    """)
+    assert (plan.framework, plan.algorithm) == ("tinker", "grpo")
+    assert (plan.settings.learning_rate.value, plan.settings.learning_rate.source) == (5e-6, "grpo_math.py:4")
+    assert plan.settings.temperature.value == 0.9 and plan.settings.num_generations.value == 4
+    assert (plan.settings.max_steps.value, plan.settings.max_steps.source) == (100, "grpo_math.py:4")
+    # the loop's own call, not evaluate()'s, nor a helper no training code calls
+    assert (plan.settings.reward_functions.value, plan.settings.reward_functions.source) == (["reward"], "grpo_math.py:25")
+    assert {(i.key, repr(i.value)) for i in plan.ledger} >= {("STEPS", "100"), ("GROUP", "4"), ("TEMP", "0.9")}

@@ -21,7 +21,7 @@ import libcst as cst
 from mint_migrate.analyze.evidence import Level, Loc, Value
 from mint_migrate.analyze.inputs import InputFile, Project
 from mint_migrate.analyze.pycommon import OPTIMIZERS
-from mint_migrate.analyze.pyvalues import CallSite, PySource
+from mint_migrate.analyze.pyvalues import CallSite, PySource, unpacked
 from mint_migrate.analyze.scalars import parse_scalar
 from mint_migrate.analyze.synonyms import looks_like_setting, meaning
 from mint_migrate.analyze.yamlconf import YamlConfig
@@ -334,23 +334,24 @@ def _assignments(src: PySource) -> list[Stated]:
     out = []
     for name, assignments in src.assigns.items():
         for a in assignments:
-            if len(a.targets) != 1 or name.startswith("__"):
+            bound = unpacked(a, name)
+            if bound is None or name.startswith("__"):
                 continue
-            if isinstance(a.value, cst.Dict) and not _literal_node(a.value):
-                if all(isinstance(e, cst.DictElement) and _bound_literal(e.value) for e in a.value.elements):
-                    out += _dict_entries(src, a.value, a.scope, defaults=_merged_over(src, name))
+            if isinstance(bound, cst.Dict) and not _literal_node(bound):
+                if all(isinstance(e, cst.DictElement) and _bound_literal(e.value) for e in bound.elements):
+                    out += _dict_entries(src, bound, a.scope, defaults=_merged_over(src, name))
                 continue
             local = a.scope is not None
-            if not _literal_node(a.value) and not ((name.isupper() or looks_like_setting(name))
-                                                    and _computed(a.value)):
+            if not _literal_node(bound) and not ((name.isupper() or looks_like_setting(name))
+                                                 and _computed(bound)):
                 continue
-            if local and not (name.isupper() or looks_like_setting(name) or _entry_local(src, a)):
+            if local and not (name.isupper() or looks_like_setting(name) or _entry_local(src, a, bound)):
                 continue
-            value = src.evaluate(a.value, a.scope)
+            value = src.evaluate(bound, a.scope)
             if value is None:
                 continue
             if isinstance(value.value, dict):
-                out += _dict_entries(src, a.value, a.scope, defaults=_merged_over(src, name))
+                out += _dict_entries(src, bound, a.scope, defaults=_merged_over(src, name))
                 continue
             if not _plain(value.value) or value.value is None:
                 continue
@@ -358,13 +359,13 @@ def _assignments(src: PySource) -> list[Stated]:
     return out
 
 
-def _entry_local(src: PySource, a) -> bool:
+def _entry_local(src: PySource, a, bound: cst.BaseExpression) -> bool:
     """A literal the entry point binds for its run (`question_suffix = " Answer in <answer>."`,
     `group_size = 8` in main()); counters and flags starting at 0, 1 or empty are not settings."""
     fn = src.function_of(a.scope)
-    if fn is None or fn.name.rsplit(".", 1)[-1] not in _ENTRY_NAMES or not _literal_node(a.value):
+    if fn is None or fn.name.rsplit(".", 1)[-1] not in _ENTRY_NAMES or not _literal_node(bound):
         return False
-    value = literal_value(a.value) if isinstance(a.value, cst.Integer | cst.Float | cst.SimpleString) else None
+    value = literal_value(bound) if isinstance(bound, cst.Integer | cst.Float | cst.SimpleString) else None
     return value not in (None, 0, 1, "", 0.0) and not isinstance(value, bool)
 
 

@@ -272,3 +272,18 @@ def teacher_warning(ev: Evidence, teacher: str, loc: Loc | None) -> None:
     ev.warn("DISTILL_TEACHER", f"The teacher ({teacher}) must be a sampler checkpoint on MinT: train or load it there "
             "(save_weights_for_sampler(...).path) and pass it as --teacher-path. Student and teacher must share a "
             "tokenizer.", loc)
+
+
+def called_reward(src: PySource) -> Value | None:
+    """The reward function a loop calls itself (`rewards.append(reward(text, answer))`): a function
+    of the file named for rewards, called from outside any reward, evaluation or test function;
+    its name, at its first such call."""
+    for call in sorted(src.calls, key=lambda c: c.loc.line):
+        if call.name not in src.functions or "reward" not in call.name.lower():
+            continue
+        caller = src.function_of(call.scope) if call.scope is not None else None
+        caller_name = caller.name.rsplit(".", 1)[-1].lower() if caller is not None else ""
+        if not any(word in caller_name for word in ("reward", "eval", "valid", "test", "benchmark")):
+            return Value([call.name], call.loc)
+    return None
+

@@ -16,6 +16,7 @@ from mint_migrate.analyze.inputs import Project
 from mint_migrate.analyze.pycommon import (
     TEACHER_FLAG,
     algorithm_in_name,
+    called_reward,
     dataset_calls,
     dataset_id,
     function_names,
@@ -78,6 +79,12 @@ def analyze(project: Project, ev: Evidence) -> None:
         _split_policy_gradient(project, ev)
     if project.guessed:
         _named_algorithm(project, ev)
+    vote = ev.algorithm()
+    if found_loop and ev.best("reward_functions") is None and vote is not None and vote.algorithm in _RL:
+        for f in project.pythons():
+            ev.setting("reward_functions", called_reward(f.python))
+            if ev.best("reward_functions") is not None:
+                break
     if not found_loop and not project.guessed:
         raise MintMigrateError(
             f"{project.primary.label}:1: no training loop found (no optimizer, no loss.backward()); pass the script "

@@ -99,6 +99,18 @@ class _ConfigNS:
 
 
 
+def unpacked(assignment: Assignment, name: str) -> cst.BaseExpression | None:
+    """The expression `name` is bound to: the whole value, or its element of a tuple written out
+    (`STEPS, GROUP, LR = 100, 4, 5e-6`); None for an unpacking of anything else."""
+    if len(assignment.targets) == 1:
+        return assignment.value
+    value = assignment.value
+    if isinstance(value, cst.Tuple | cst.List) and len(value.elements) == len(assignment.targets) \
+            and not any(isinstance(e, cst.StarredElement) for e in value.elements):
+        return value.elements[assignment.targets.index(name)].value
+    return None
+
+
 class PySource:
     """A Python file's index plus what the analyzers ask of it: located values."""
 
@@ -401,9 +413,8 @@ class PySource:
             value = self.evaluate(param.default, def_scope, depth + 1)
             return None if value is None else Value(value.value, value.loc, Level.DEFAULT)
         assignment: Assignment = obj
-        if len(assignment.targets) != 1:
-            return None
-        return self.evaluate(assignment.value, assignment.scope, depth + 1)
+        value = unpacked(assignment, name)
+        return None if value is None else self.evaluate(value, assignment.scope, depth + 1)
 
     def definition(self, name: str, scope: Scope, use_line: int):
         """("assign", Assignment, scope) or ("param", ParamDef, scope) for a name used at `use_line`."""

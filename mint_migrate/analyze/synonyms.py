@@ -47,7 +47,7 @@ _NAMES: dict[str, Meaning] = {
                                        "gradient_accumulation grad_accum",
         "num_epochs": "num_train_epochs num_epochs epochs total_epochs max_epochs n_epochs",
         "max_steps": "max_steps total_training_steps num_steps total_steps train_steps max_train_steps "
-                     "num_training_steps all_steps num_batches",
+                     "num_training_steps all_steps num_batches steps n_steps training_steps",
         "max_seq_length": "max_length max_seq_length max_len seq_len cutoff_len model_max_length max_seq_len "
                           "max_sequence_length context_length",
         "max_prompt_length": "max_prompt_length prompt_max_len max_prompt_len max_req_tokens max_prompt_tokens "

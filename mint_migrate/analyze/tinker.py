@@ -5,11 +5,13 @@ The Tinker API is MinT's API (`import mint as tinker` is the bridge), so the loo
 over; what changes is the handful of 0.38-only call shapes, each reported with its file:line.
 """
 
+import re
+
 import libcst as cst
 
 from mint_migrate.analyze.evidence import Evidence, Level, Value
 from mint_migrate.analyze.inputs import Project
-from mint_migrate.analyze.pycommon import dataset_calls, dataset_id
+from mint_migrate.analyze.pycommon import called_reward, dataset_calls, dataset_id
 from mint_migrate.analyze.pyvalues import CallSite, PySource
 from mint_migrate.analyze.registry import Analyzer
 from mint_migrate.analyze.scalars import as_int
@@ -222,8 +224,15 @@ def _calls(src: PySource, ev: Evidence) -> None:
     if loss is not None and isinstance(loss.value, str) and loss.value in LOSSES:
         ev.vote(LOSSES[loss.value], loss.loc, f"loss_fn='{loss.value}'", 2)
     _sampled_policy_gradient(src, ev)
+    vote = ev.algorithm()
+    if ev.best("reward_functions") is None and vote is not None and vote.algorithm in ("grpo", "reinforce", "ppo"):
+        ev.setting("reward_functions", called_reward(src))
     if loss is not None and loss.value in {"gspo"}:
         ev.set_variant("gspo", loss.loc)
+
+
+# Advantages however a loop names them: `advantages`, `advs`, `_adv`.
+_ADVANTAGES = re.compile(r"adv(antage)?s?\b")
 
 
 def _sampled_policy_gradient(src: PySource, ev: Evidence) -> None:
@@ -231,8 +240,8 @@ def _sampled_policy_gradient(src: PySource, ev: Evidence) -> None:
     gradient whatever loss_fn carries it (cross_entropy with advantage-weighted tokens included)."""
     samples = [c for c in src.calls if c.name.removesuffix("_async") == "sample"]
     text = src.text.lower()
-    if not samples or "reward" not in text or "advantage" not in text or not src.calls_named(
-            "forward_backward", "forward_backward_async"):
+    if not samples or "reward" not in text or not _ADVANTAGES.search(text) or not src.calls_named(
+            "forward_backward", "forward_backward_async", "forward_backward_custom", "forward_backward_custom_async"):
         return
     group = ev.best("num_generations")
     grouped = (group is not None and (as_int(group.value) or 0) > 1) or "group" in text
