@@ -886,3 +886,52 @@ def test_a_tinker_loop_with_a_custom_policy_gradient_loss_and_tuple_constants_is
     # the loop's own call, not evaluate()'s, nor a helper no training code calls
     assert (plan.settings.reward_functions.value, plan.settings.reward_functions.source) == (["reward"], "grpo_math.py:25")
     assert {(i.key, repr(i.value)) for i in plan.ledger} >= {("STEPS", "100"), ("GROUP", "4"), ("TEMP", "0.9")}
+
+
+def test_an_easyr1_worker_layout_config_with_dotlist_overrides(tmp_path):
+    config = """
+        data:
+          train_files: acme/math@train
+          val_files: acme/math@test
+          max_prompt_length: 1024
+          rollout_batch_size: 256
+        algorithm:
+          adv_estimator: grpo
+          disable_kl: false
+          use_kl_loss: true
+          kl_coef: 1.0e-2
+        worker:
+          actor:
+            global_batch_size: 64
+            micro_batch_size_per_device_for_update: 2
+            model:
+              model_path: Qwen/Qwen2.5-7B-Instruct
+              lora:
+                rank: 0
+                alpha: 64
+                target_modules: all-linear
+            optim:
+              lr: 1.0e-6
+          rollout:
+            n: 5
+            temperature: 1.0
+            val_override_config:
+              temperature: 0.6
+          reward:
+            reward_function: ./reward_function/math.py:compute_score
+        trainer:
+          total_epochs: 15
+        """
+    plan = plan_of(tmp_path, "run.sh", """
+        python3 -m verl.trainer.main config=config.yaml \\
+            worker.actor.model.model_path=Qwen/Qwen3-4B \\
+            algorithm.kl_coef=1.0e-3
+        """, ("config.yaml", config))
+    assert (plan.framework, plan.algorithm) == ("verl", "grpo")
+    s = plan.settings
+    assert s.base_model.value == "Qwen/Qwen3-4B" and s.learning_rate.value == 1e-6
+    assert (s.global_batch_size.value, s.per_device_batch_size.value) == (256, 2)
+    assert (s.num_generations.value, s.temperature.value) == (5, 1.0)  # the run's, not the validation's
+    assert (s.kl_coef.value, s.kl_coef.source) == (1e-3, "run.sh:3")
+    assert s.reward_functions.value == ["./reward_function/math.py:compute_score"]
+    assert s.lora is None  # rank 0: LoRA is off, its alpha and modules say nothing

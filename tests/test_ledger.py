@@ -232,9 +232,9 @@ def test_a_plain_grpo_loop_is_read_from_its_constants(tmp_path):
 def test_what_is_not_found_comes_with_the_lines_that_may_hold_it(tmp_path):
     result = run(EASYR1, tmp_path)
     candidates = result.plan.unmapped["global_batch_size"]
-    assert "config.yaml:10: rollout_batch_size: 512" in candidates
+    assert any(line.startswith("config.yaml:10: prompts_per_step: 512") for line in candidates)
     not_found = result.report.split("### Not found in the inputs", 1)[1].split("\n#", 1)[0]
-    assert "**global_batch_size**" in not_found and "rollout_batch_size: 512" in not_found
+    assert "**global_batch_size**" in not_found and "prompts_per_step: 512" in not_found
 
 
 # --- values the agent confirms -------------------------------------------------------------------------
@@ -251,7 +251,7 @@ def test_the_agent_completes_a_verl_fork_with_cited_values(tmp_path):
     assert "confirmed_by" not in plan.settings.learning_rate.model_dump()  # the {"value", "source"} shape holds
     (item,) = [i for i in plan.ledger if i.setting == "global_batch_size" and i.source == "config.yaml:10"]
     assert item.confirmed_by == "agent"
-    assert re.search(r"\| data\.rollout_batch_size \*agent\* \| `512` \| config\.yaml:10 \|", result.report)
+    assert re.search(r"\| data\.prompts_per_step \*agent\* \| `512` \| config\.yaml:10 \|", result.report)
 
 
 def test_the_agent_names_a_loops_reward_functions(tmp_path):
@@ -364,7 +364,7 @@ async def test_an_agent_confirms_missing_values_through_mcp(tmp_path):
                   "config_paths": ["src/easyr1_yaml_dotlist/config.yaml"]}
         first = (await client.call_tool("migrate_script", easyr1)).structured_content
         assert "global_batch_size" in first["plan"]["not_found"]
-        assert any("rollout_batch_size: 512" in line for line in first["unmapped"]["global_batch_size"])
+        assert any("prompts_per_step: 512" in line for line in first["unmapped"]["global_batch_size"])
         assert first["ledger"]["counts"]["server_side"] >= 3
         again = (await client.call_tool("migrate_script", {
             **easyr1, "confirmed": ["global_batch_size=512@config.yaml:10", "per_device_batch_size=4@config.yaml:24"],
@@ -399,7 +399,7 @@ def test_the_cli_takes_cited_settings_and_refuses_a_wrong_one(tmp_path):
     assert "global_batch_size" not in plan["unmapped"]
     bad = subprocess.run([cli, "migrate", str(source), "--config", str(config), "--json",
                           "--set", "global_batch_size=256@config.yaml:10"], capture_output=True, text=True, timeout=120)
-    assert bad.returncode == 2 and "config.yaml:10 reads `rollout_batch_size: 512`" in bad.stdout + bad.stderr
+    assert bad.returncode == 2 and "config.yaml:10 reads `prompts_per_step: 512" in bad.stdout + bad.stderr
     # a person at a shell reads the ledger's counts and what to look for
     text = subprocess.run([cli, "migrate", str(source), "--config", str(config)], capture_output=True, text=True,
                           timeout=120).stdout

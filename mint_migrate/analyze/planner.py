@@ -128,7 +128,8 @@ def _fill_from_harvest(ev: Evidence, stated: list[Stated], reserved: tuple[str, 
     kl_off = leaves.get("disable_kl") is True or (leaves.get("use_kl_loss") is False
                                                   and leaves.get("use_kl_in_reward") is not True)
     lora_off = any((s.norm.rsplit(".", 1)[-1] in ("use_peft", "use_lora", "lora") and s.value is False)
-                   or (s.norm.rsplit(".", 1)[-1] in ("lora_rank", "lora_r") and s.value == 0) for s in stated)
+                   or ((s.norm.rsplit(".", 1)[-1] in ("lora_rank", "lora_r") or s.norm.endswith(("lora.rank", "lora.r")))
+                       and s.value == 0) for s in stated)
     preference = vote is not None and vote.algorithm in ("dpo", "kto", "orpo")
     if preference and ev.best("beta") is None:  # a DPO trainer's plain `beta` (`loss.beta=0.1`) is its beta
         best = ev.harvested_where(lambda s: s.norm.rsplit(".", 1)[-1] == "beta" and id(s) not in unread

@@ -38,6 +38,18 @@ RL_KEYS = {
     "actor_rollout_ref.model.target_modules": "lora.target_modules",
     "actor_rollout_ref.rollout.n": "num_generations",
     "actor_rollout_ref.rollout.temperature": "temperature",
+    # EasyR1 and its forks: verl's trainer under a `worker.` layout (rollout_batch_size is verl's
+    # data.train_batch_size, worker.actor.global_batch_size its ppo_mini_batch_size)
+    "worker.actor.model.model_path": "base_model",
+    "worker.actor.optim.lr": "learning_rate",
+    "data.rollout_batch_size": "global_batch_size",
+    "worker.actor.micro_batch_size_per_device_for_update": "per_device_batch_size",
+    "trainer.max_steps": "max_steps",
+    "worker.actor.model.lora.rank": "lora.rank",
+    "worker.actor.model.lora.alpha": "lora.alpha",
+    "worker.actor.model.lora.target_modules": "lora.target_modules",
+    "worker.rollout.n": "num_generations",
+    "worker.rollout.temperature": "temperature",
 }
 SFT_KEYS = {
     "model.partial_pretrain": "base_model",
@@ -157,15 +169,19 @@ def analyze(project: Project, ev: Evidence) -> None:
                          "0 means full fine-tuning in verl; MinT always trains LoRA")
             continue
         if value is not None and setting in {"lora.alpha", "lora.target_modules"}:
-            rank = config.get(key.rsplit(".", 1)[0] + ".lora_rank")
+            prefix = key.rsplit(".", 1)[0]
+            rank = config.get(prefix + ".lora_rank") or config.get(prefix + ".rank")
             if rank is None or as_number(rank.value) in (None, 0):
                 continue  # LoRA options without LoRA: verl ignores them
         ev.setting(setting, value)
-    rank = config.get(("model." if sft else "actor_rollout_ref.model.") + "lora_rank")
+    prefix, (alpha, modules) = "model." if sft else "actor_rollout_ref.model.", ("lora_alpha", "target_modules")
+    rank = config.get(prefix + "lora_rank")
+    if rank is None and config.get("worker.actor.model.lora.rank") is not None:  # EasyR1's layout
+        prefix, (alpha, modules) = "worker.actor.model.lora.", ("alpha", "target_modules")
+        rank = config.get(prefix + "rank")
     if rank is not None and (as_number(rank.value) or 0) > 0:
         ev.extra("used_lora", rank)
-        prefix = "model." if sft else "actor_rollout_ref.model."
-        extra = [k for k in ("lora_alpha", "target_modules") if config.get(prefix + k) is not None]
+        extra = [k for k in (alpha, modules) if config.get(prefix + k) is not None]
         if extra:
             ev.warn("LORA_OPTIONS", f"LoRA {', '.join(extra)} {'has' if len(extra) == 1 else 'have'} no MinT "
                     "equivalent: MinT takes only the rank "
@@ -219,9 +235,10 @@ def _rl(project: Project, config: dict[str, Value], ev: Evidence, command: Comma
         ev.set_variant(recipe, where)
         ev.construct(f"verl recipe {recipe}", where, "the MinT grpo scaffold", f"recipe-specific logic of {recipe} "
                      "(filters, schedules) has to be ported by hand")
-    ev.extra("prompts_per_step", config.get("data.train_batch_size"))
+    ev.extra("prompts_per_step", config.get("data.train_batch_size") or config.get("data.rollout_batch_size"))
     ev.extra("global_counts_prompts", Value(True, where))  # verl's (and its forks') train batch counts prompts
-    ev.extra("mini_batch", config.get("actor_rollout_ref.actor.ppo_mini_batch_size"))
+    ev.extra("mini_batch", config.get("actor_rollout_ref.actor.ppo_mini_batch_size")
+             or config.get("worker.actor.global_batch_size"))
 
     # the clipped objective
     low = config.get("actor_rollout_ref.actor.clip_ratio_low")
@@ -254,6 +271,7 @@ def _rl(project: Project, config: dict[str, Value], ev: Evidence, command: Comma
     if kl_reward is not None and kl_reward.value is True:
         ev.setting("kl_coef", config.get("algorithm.kl_ctrl.kl_coef"))
         _kl_warning(ev, "algorithm.use_kl_in_reward=True", config.get("algorithm.kl_ctrl.kl_coef") or kl_reward)
+    _easyr1_kl(config, ev)
 
     # critic / GAE
     critic_keys = [k for k in config if k.startswith("critic.")]
@@ -286,6 +304,21 @@ def _rl(project: Project, config: dict[str, Value], ev: Evidence, command: Comma
     _reward_function(project, config, ev)
 
 
+def _easyr1_kl(config: dict[str, Value], ev: Evidence) -> None:
+    """EasyR1's KL: `algorithm.use_kl_loss` puts it in the loss with `algorithm.kl_coef` (early
+    versions: `worker.actor.kl_loss_coef`), else in the reward; `algorithm.disable_kl` turns it off."""
+    disabled = config.get("algorithm.disable_kl")
+    if not any(k.startswith("worker.") for k in config) or (disabled is not None and disabled.value is True):
+        return
+    kl_loss = config.get("algorithm.use_kl_loss")
+    coef = (config.get("worker.actor.kl_loss_coef") if kl_loss is not None and kl_loss.value is True else None) \
+        or config.get("algorithm.kl_coef")
+    if coef is not None:
+        ev.setting("kl_coef", coef)
+        _kl_warning(ev, "algorithm.use_kl_loss=True" if kl_loss is not None and kl_loss.value is True
+                    else "algorithm.kl_coef", coef)
+
+
 def _reward_alone(project: Project, ev: Evidence) -> None:
     """Only a reward module: report the reward function, and that there is no trainer to migrate."""
     for f in project.pythons():
@@ -312,6 +345,9 @@ def _kl_warning(ev: Evidence, what: str, value: Value) -> None:
 
 
 def _reward_function(project: Project, config: dict[str, Value], ev: Evidence) -> None:
+    easyr1 = config.get("worker.reward.reward_function")  # `./reward_function/math.py:compute_score`
+    if easyr1 is not None and isinstance(easyr1.value, str):
+        ev.setting("reward_functions", easyr1.with_value([easyr1.value]))
     path = config.get("custom_reward_function.path")
     if path is None:
         return
