@@ -28,6 +28,9 @@ REWARD_STYLES: dict[str, str] = {
            "(TRL reward_funcs); several functions add up with their weights",
     "verl": "`compute_score(data_source, solution_str, ground_truth, extra_info)` -> a float, or a dict with "
             "'score' (verl custom_reward_function)",
+    "easyr1": "`compute_score(reward_inputs)` over dicts of response, response_length and ground_truth (the "
+              "module's REWARD_TYPE 'batch'), or one such dict per call ('sequential') -> dicts whose 'overall' is "
+              "the reward (EasyR1 worker.reward.reward_function)",
     "openrlhf": "`reward_func(queries, prompts, labels)` -> a tensor or a dict with 'rewards' (OpenRLHF)",
     "torchforge": "`reward(prompt, response, target)` -> a float, averaged over the functions (torchforge "
                   "RewardActor)",

@@ -935,3 +935,18 @@ def test_an_easyr1_worker_layout_config_with_dotlist_overrides(tmp_path):
     assert (s.kl_coef.value, s.kl_coef.source) == (1e-3, "run.sh:3")
     assert s.reward_functions.value == ["./reward_function/math.py:compute_score"]
     assert s.lora is None  # rank 0: LoRA is off, its alpha and modules say nothing
+
+
+def test_an_easyr1_batch_reward_module_alone_is_read_with_its_calling_convention(tmp_path):
+    plan = plan_of(tmp_path, "math.py", """
+        import re
+        from typing import Any
+
+        REWARD_NAME = "math"
+        REWARD_TYPE = "batch"
+
+        def compute_score(reward_inputs: list[dict[str, Any]], format_weight: float = 0.1) -> list[dict[str, float]]:
+            return [{"overall": float(r["response"].strip() == r["ground_truth"])} for r in reward_inputs]
+    """)
+    assert plan.framework == "verl" and plan.settings.reward_functions.value == ["compute_score"]
+    assert plan.reward.style == "easyr1" and plan.reward.status == "user"

@@ -52,16 +52,18 @@ DATA = {
         {"prompt": [{"role": "user", "content": question(a, b)}], "solution": str(a + b), "id": i}
         for i, (a, b) in enumerate(PROBLEMS)]),
     "verl": ("gsm8k_train.parquet", verl_rows),
+    "easyr1": ("arith_train.jsonl", lambda: [{"problem": question(a, b), "answer": str(a + b)} for a, b in PROBLEMS]),
     "openrlhf": ("prompts.jsonl", lambda: [{"question": question(a, b), "answer": str(a + b)} for a, b in PROBLEMS]),
     "torchforge": ("gsm8k_train.jsonl", lambda: [
         {"question": question(a, b), "answer": f"{a} + {b} = {a + b}\n#### {a + b}"} for a, b in PROBLEMS]),
     "tinker": ("problems.jsonl", lambda: [{"problem": question(a, b), "answer": str(a + b)} for a, b in PROBLEMS]),
     "pytorch": ("questions.jsonl", lambda: [{"question": question(a, b), "answer": str(a + b)} for a, b in PROBLEMS]),
 }
-SOURCES = {"trl": "train_grpo.py", "verl": "run_grpo.sh", "openrlhf": "train_grpo.sh", "torchforge": "grpo.yaml",
+SOURCES = {"trl": "train_grpo.py", "verl": "run_grpo.sh", "easyr1": "run.sh", "openrlhf": "train_grpo.sh", "torchforge": "grpo.yaml",
            "tinker": "rl_loop.py", "pytorch": "pg_loop.py"}
-CONFIGS = {"torchforge": ["main.py"]}
+CONFIGS = {"torchforge": ["main.py"], "easyr1": ["config.yaml"]}
 REWARDS = {"trl": "correct_answer,short_answer@my_rewards.py", "verl": "compute_score@gsm8k_score.py",
+           "easyr1": "compute_score@arith.py",
            "openrlhf": "reward_func@reward_func.py", "torchforge": "LastNumberReward@forge_rewards.py",
            "tinker": "ArithmeticEnv@arithmetic_env.py", "pytorch": "correctness@reward_fns.py"}
 ANSWER = {question(a, b): str(a + b) for a, b in PROBLEMS}
@@ -181,6 +183,17 @@ def test_verl_calls_compute_score_with_the_rows_ground_truth(tmp_path, monkeypat
         row = rows[call["extra_info"]["index"]]
         assert call["data_source"] == "openai/gsm8k" and call["ground_truth"] == row["reward_model"]["ground_truth"]
         assert call["extra_info"] == row["extra_info"] and isinstance(call["solution_str"], str)
+
+
+@pytest.mark.slow
+def test_easyr1_calls_its_batch_reward_function_with_each_groups_response_dicts(tmp_path, monkeypatch):
+    c, calls, out = migrate_and_smoke("easyr1", tmp_path, monkeypatch)
+    assert c["REWARD"]["style"] == "easyr1" and c["DATA"]["fields"] == {"prompt": "problem", "answer": "answer"}
+    assert c["LEARNING_RATE"] == pytest.approx(2e-5)  # the launch's 2e-6, x10 for LoRA (the source trains all weights)
+    assert len(calls) == 16 and {call["batch"] for call in calls} == {4}  # one call per group of 4
+    for call in calls:
+        assert isinstance(call["response"], str) and isinstance(call["response_length"], int)
+        assert call["ground_truth"] in set(ANSWER.values())
 
 
 @pytest.mark.slow

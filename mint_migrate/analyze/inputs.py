@@ -266,7 +266,13 @@ _LAUNCH_DEPTH = 3
 def _launched_on_disk(project: Project, launcher: InputFile, written: str) -> InputFile | None:
     """The Python script a launch command runs, found beside the launcher or in a folder above it
     (launchers usually live in `scripts/` and run from the project's root), read as if given."""
-    folder = launcher.path.parent.resolve()
+    return python_on_disk(project, launcher.path.parent, written)
+
+
+def python_on_disk(project: Project, near: Path, written: str) -> InputFile | None:
+    """A Python file a path in the inputs names (a launched script, a reward module), found in `near`
+    or a folder above it, read as if it had been given."""
+    folder = near.resolve()
     for _ in range(_LAUNCH_DEPTH + 1):
         candidate = folder / os.path.expanduser(written)
         if candidate.suffix == ".py" and candidate.is_file():

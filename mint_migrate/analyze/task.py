@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mint_migrate.analyze.evidence import Evidence, Value
-from mint_migrate.analyze.inputs import InputFile, Project, add_file
+from mint_migrate.analyze.inputs import InputFile, Project, add_file, python_on_disk
 from mint_migrate.analyze.pycommon import dataset_calls
 from mint_migrate.analyze.pyvalues import PySource
 from mint_migrate.analyze.scalars import as_int, as_number
@@ -258,10 +258,10 @@ def reward_file(project: Project, written: str) -> InputFile | None:
     found = project.find(written)
     if found is not None:
         return found
-    for base in {f.path.parent for f in project.files}:
-        candidate = base / os.path.expanduser(written)
-        if candidate.is_file() and candidate.suffix == ".py":
-            return add_file(project, candidate, auto=True)
+    for f in project.files:  # beside an input, or in a folder above (a path from the project's root)
+        found = python_on_disk(project, f.path.parent, written)
+        if found is not None:
+            return found
     return None
 
 

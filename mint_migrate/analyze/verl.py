@@ -128,11 +128,20 @@ def looks_like_config(keys: list[str]) -> bool:
 
 
 def reward_module(src: PySource) -> Loc | None:
-    """A verl reward function file: a top-level `compute_score(data_source, solution_str, ground_truth, ...)`."""
+    """A verl reward function file: a top-level `compute_score(data_source, solution_str, ground_truth, ...)`,
+    or EasyR1's (`compute_score(reward_inputs)` reading each input's response and ground_truth)."""
     fn = src.functions.get("compute_score")
-    if fn is None or not {"solution_str", "ground_truth"} <= set(fn.params):
+    if fn is None or not ({"solution_str", "ground_truth"} <= set(fn.params) or easyr1_reward(src)):
         return None
     return src.at(fn.line)
+
+
+def easyr1_reward(src: PySource) -> bool:
+    """EasyR1's reward module: `compute_score` over dicts with response and ground_truth, its calling
+    convention declared by a module-level REWARD_TYPE ("batch" or "sequential")."""
+    fn = src.functions.get("compute_score")
+    return fn is not None and ("REWARD_TYPE" in src.assigns or (
+        "reward_input" in next(iter(fn.params), "") and '"ground_truth"' in src.text))
 
 
 def detect_python(src: PySource) -> Loc | None:
@@ -451,15 +460,35 @@ def read_task(project: Project, ev: Evidence, algorithm: Algorithm, kind: Scaffo
     task.reward = _verl_reward(project, c)
 
 
+def _easyr1_reward(project: Project, spec: Value) -> RewardPlan:
+    """EasyR1's `worker.reward.reward_function: ./reward_function/math.py:compute_score`."""
+    path, _, fn = str(spec.value).partition(":")
+    fn = fn or "compute_score"
+    plan = RewardPlan(style="easyr1", status="placeholder", functions=[RewardFunction(name=fn)], source=str(spec.loc))
+    found = reward_file(project, path)
+    if found is None or found.python is None:
+        plan.reason = f"{path} was not given and is not beside the inputs: pass it with --config"
+    elif fn not in found.python.functions:
+        plan.reason = f"{found.label} defines no {fn}"
+    else:
+        plan.status, plan.file = "user", str(found.path.resolve())
+        plan.reason = f"{fn} from {found.label} (worker.reward.reward_function)"
+    return plan
+
+
 def _verl_reward(project: Project, c: dict[str, Value]) -> RewardPlan:
     path = c.get("custom_reward_function.path")
     if c.get("reward_model.enable") is not None and c["reward_model.enable"].value is True:
         return RewardPlan(style="verl", status="placeholder", source=str(c["reward_model.enable"].loc),
                           reason="reward_model.enable=True scores with a learned reward model, which MinT does not "
                                  "serve: write a Python reward (or call a MinT sampler as a judge)")
+    easyr1 = c.get("worker.reward.reward_function")
+    if easyr1 is not None and isinstance(easyr1.value, str):
+        return _easyr1_reward(project, easyr1)
     given = [f for f in project.pythons() if "compute_score" in f.python.functions]
     if path is None and given:  # the reward module was given itself (with --config, or alone)
-        return python_reward(project, ["compute_score"], [1.0], "verl", None)
+        style = "easyr1" if any(easyr1_reward(f.python) for f in given) else "verl"
+        return python_reward(project, ["compute_score"], [1.0], style, None)
     if path is None:
         return RewardPlan(style="verl", status="placeholder",
                           reason="no custom_reward_function: verl scores with its built-in scorer for each row's "
