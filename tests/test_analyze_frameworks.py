@@ -950,3 +950,35 @@ def test_an_easyr1_batch_reward_module_alone_is_read_with_its_calling_convention
     """)
     assert plan.framework == "verl" and plan.settings.reward_functions.value == ["compute_score"]
     assert plan.reward.style == "easyr1" and plan.reward.status == "user"
+
+
+def test_what_a_loop_is_named_for_decides_when_its_loss_says_nothing(tmp_path):
+    plan = plan_of(tmp_path, "chat_sft.py", """
+        import torch
+        from nanolm.checkpoint import load_model
+
+        model = load_model("base")
+        optimizer = torch.optim.AdamW(model.parameters(), lr=3e-4)
+        for x, y in batches():
+            loss = model(x, y)
+            loss.backward()
+            optimizer.step()
+    """)
+    assert (plan.framework, plan.algorithm) == ("pytorch", "sft")
+
+
+def test_a_tinker_loop_drawing_each_steps_prompts_at_random_states_its_batch(tmp_path):
+    plan = plan_of(tmp_path, "rl.py", """
+        import random
+        import tinker
+
+        tc = tinker.ServiceClient().create_lora_training_client(base_model="Qwen/Qwen3-8B", rank=32)
+        for step in range(50):
+            batch = random.sample(examples, 4)
+            for ex in batch:
+                resp = sc.sample(ex, num_samples=8).result()
+                rewards = [reward(r) for r in resp.sequences]
+                advantages = [r - sum(rewards) / len(rewards) for r in rewards]
+            tc.forward_backward(data, loss_fn="importance_sampling")
+    """)
+    assert (plan.settings.global_batch_size.value, plan.settings.global_batch_size.source) == (4, "rl.py:6")

@@ -77,9 +77,10 @@ def analyze(project: Project, ev: Evidence) -> None:
     if found_loop:
         _split_preference(project, ev)
         _split_policy_gradient(project, ev)
-    if project.guessed:
-        _named_algorithm(project, ev)
     vote = ev.algorithm()
+    if project.guessed or vote is None or vote.weight == 0:  # the code said nothing: what its files are named for
+        _named_algorithm(project, ev)
+        vote = ev.algorithm()
     if found_loop and ev.best("reward_functions") is None and vote is not None and vote.algorithm in _RL:
         for f in project.pythons():
             ev.setting("reward_functions", called_reward(f.python))

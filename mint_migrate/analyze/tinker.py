@@ -83,6 +83,8 @@ def analyze(project: Project, ev: Evidence) -> None:
     for command, script in project.launches:
         if script is None and (command.module or "").startswith("tinker_cookbook"):
             _recipe_command(command, ev)
+    if ev.best("global_batch_size") is None:  # `batch = random.sample(examples, 4)`: the prompts of a step
+        ev.setting("global_batch_size", _sampled_batch(project))
     if ev.best("global_batch_size") is None:  # a loop's own config: Tinker batches are whole batches
         def batch(s) -> bool:
             return s.norm.rsplit(".", 1)[-1] in _BATCH_NAMES and not s.incidental and s.kind != "keyword"
@@ -98,6 +100,17 @@ def analyze(project: Project, ev: Evidence) -> None:
                     "base-model sampler), or drop it.", kl.loc)
     if not ev.votes:
         ev.vote("other", None, "no loss_fn, cookbook recipe or custom loss found", 0)
+
+
+def _sampled_batch(project: Project) -> Value | None:
+    """A loop that draws each step's prompts at random: `random.sample(rows, k)` into a batch."""
+    for f in project.pythons():
+        for call in f.python.calls:
+            if call.qualname == "random.sample" and "batch" in (call.assigned_to or "").lower():
+                size = call.kwarg("k") or call.arg(1)
+                if size is not None and isinstance(size.value, int):
+                    return size
+    return None
 
 
 # What a Tinker loop calls its batch: one server-side step's data, never a per-device share.
