@@ -982,3 +982,16 @@ def test_a_tinker_loop_drawing_each_steps_prompts_at_random_states_its_batch(tmp
             tc.forward_backward(data, loss_fn="importance_sampling")
     """)
     assert (plan.settings.global_batch_size.value, plan.settings.global_batch_size.source) == (4, "rl.py:6")
+
+
+@pytest.mark.parametrize("script, algorithm", [("dpo_training.py", "dpo"), ("orpo_training.py", "orpo"),
+                                               ("grpo_training.py", "grpo"), ("reward_modeling.py", "reward_model"),
+                                               ("train_sppo.py", "dpo")])
+def test_a_launch_of_a_trl_script_that_was_not_given_is_what_the_scripts_name_says(tmp_path, script, algorithm):
+    plan = plan_of(tmp_path, "run.sh", f"""
+        CUDA_VISIBLE_DEVICES=0,1 torchrun --nproc_per_node 2 {script} \\
+            --model_name_or_path Qwen/Qwen2.5-0.5B-Instruct \\
+            --per_device_train_batch_size 4 \\
+            --learning_rate 5e-6
+        """)
+    assert (plan.framework, plan.algorithm) == ("trl", algorithm)

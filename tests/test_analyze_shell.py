@@ -78,6 +78,18 @@ def test_a_variable_required_from_the_environment_keeps_its_name_not_an_empty_de
     assert by_name["trainer.nnodes"].value.value == 2
 
 
+def test_wrapper_options_and_their_values_are_skipped_up_to_the_program():
+    script = ShellScript(
+        'srun --overlap -N 1 -n 1 -w "$head_node" ray job submit --address="http://127.0.0.1:8265" \\\n'
+        "  -- python3 -m openrlhf.cli.train_ppo_ray --pretrain Qwen/Qwen2.5-1.5B\n"
+        "nice -n 10 python train.py --lr 1e-5\n",
+        "run.sh",
+    )
+    assert [(c.program, c.module, c.script) for c in script.commands] == [
+        ("python", "openrlhf.cli.train_ppo_ray", None), ("python", None, "train.py")]
+    assert args_of(script.commands[0]) == {"pretrain": "Qwen/Qwen2.5-1.5B"}
+
+
 def test_multi_value_flags_bare_flags_and_negative_numbers():
     _, cmd = only_command(
         "python t.py --target_modules q_proj v_proj --bf16 --max_steps -1 --betas 0.9 0.95 --use_peft\n"

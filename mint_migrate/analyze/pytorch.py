@@ -8,6 +8,7 @@ loops, the tokenizer and `generate` calls, through the script's constants and ar
 """
 
 import re
+from pathlib import PurePosixPath
 
 import libcst as cst
 
@@ -95,7 +96,8 @@ def analyze(project: Project, ev: Evidence) -> None:
 
 def _named_algorithm(project: Project, ev: Evidence) -> None:
     """A guessed setup's algorithm when its code said nothing: what its files and trainers are named for."""
-    names = [(f.path.stem, Loc(f.label, 1)) for f in project.files if f.python or f.shell]
+    names = [(PurePosixPath(c.script).stem, c.loc) for c, script in project.launches if c.script and script is None]
+    names += [(f.path.stem, Loc(f.label, 1)) for f in project.files if f.python or f.shell]
     names += [(c.name, c.loc) for f in project.pythons() for c in trainer_runs(f.python)]
     names += [(f.path.stem, Loc(f.label, 1)) for f in project.yamls()]  # `loss/dpo.yaml`
     for name, loc in names:

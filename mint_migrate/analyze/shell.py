@@ -47,6 +47,13 @@ _ARITH_UPDATE = re.compile(r"\s*(?:([A-Za-z_]\w*)\s*([-+*/%]?=)(?!=)\s*(.+?)|(?:
                            r"|([A-Za-z_]\w*)\s*(\+\+|--))\s*", re.S)
 _WRAPPERS = {"nohup", "time", "exec", "sudo", "nice", "stdbuf", "srun", "env"}
 _DECLARE = {"export", "declare", "local", "readonly", "typeset"}
+_PROGRAMS = {"torchrun", "deepspeed", "accelerate", "ray", "trl", "uv", "poetry", "pipenv", *_WRAPPERS}
+
+
+def _launch_program(text: str | None) -> bool:
+    """A word that starts a program a launch line runs (what a wrapper's options end at)."""
+    name = (text or "").rsplit("/", 1)[-1]
+    return name in _PROGRAMS or _PYTHON.match(name) is not None
 _READ_OPTIONS_WITH_VALUE = {"-d", "-p", "-a", "-n", "-N", "-t", "-u", "-i"}
 _MAX_CALL_DEPTH = 8
 
@@ -1205,7 +1212,10 @@ class ShellScript:
     def _launch(self, toks: list[Tok], env: dict[str, Value], launchers: list[str]) -> Command | None:
         while toks and (toks[0].text or "").rsplit("/", 1)[-1] in _WRAPPERS:
             toks = toks[1:]
-            while toks and ((toks[0].text or "").startswith("-") or toks[0].key is not None):
+            option = False  # the token before was an option that may take the next word (`srun -w "$node"`)
+            while toks and ((toks[0].text or "").startswith("-") or toks[0].key is not None
+                            or (option and not _launch_program(toks[0].text))):
+                option = (toks[0].text or "").startswith("-") and "=" not in (toks[0].text or "")
                 if toks[0].key is not None:
                     env[toks[0].key] = self._value_of(toks[0])
                 toks = toks[1:]

@@ -182,6 +182,12 @@ def _vote_algorithm(project: Project, ev: Evidence) -> None:
                 named = algorithm_in_name(call.name)
                 if named is not None and trl_class(call.name, TRAINERS) is None:
                     ev.vote(named, call.loc, f"{call.name}(...): what the trainer class's name says", 1)
+    if not any(v.weight >= 2 for v in ev.votes):  # a launch of a script that was not given: its name
+        for command, script in project.launches:
+            named = algorithm_in_name(Path(command.script).stem) if command.script and script is None else None
+            if named is not None:
+                ev.vote(named, command.loc, f"{command.script} (not given): what its name says", 1)
+                break
     if not ev.votes:
         ev.vote("sft", None, "no trainer, config class, preference or RL keys found", 0)
 
