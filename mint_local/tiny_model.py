@@ -22,7 +22,9 @@ from pathlib import Path
 
 # 2: 32,768-token context (was 2,048); weights and tokenizer are unchanged.
 # 3: the chat template marks the assistant's turn for TRL's assistant_only_loss; it renders the same text.
-BUILDER_VERSION = 3
+# 4: config.json no longer records the transformers version that wrote it (a new transformers release
+#    made a fresh build differ from a cached one by that field alone); weights and tokenizer unchanged.
+BUILDER_VERSION = 4
 
 # Qwen2/Qwen3 split digits one by one, which keeps answers such as "#### 42" easy to learn.
 _PRETOKENIZE_REGEX = (
@@ -198,6 +200,10 @@ def _build_weights(spec: TinySpec, vocab_size: int, token_ids: dict[str, int], o
         torch.manual_seed(spec.seed)
         model = Qwen3ForCausalLM(config)
     model.save_pretrained(out, safe_serialization=True)
+    # The folder is built from the spec alone: the writing library's version is not part of it.
+    written = json.loads((out / "config.json").read_text(encoding="utf-8"))
+    written.pop("transformers_version", None)
+    (out / "config.json").write_text(json.dumps(written, indent=2, sort_keys=True) + "\n", encoding="utf-8")
 
 
 # --- byte-level BPE, learned deterministically -------------------------------------------------
