@@ -995,3 +995,40 @@ def test_a_launch_of_a_trl_script_that_was_not_given_is_what_the_scripts_name_sa
             --learning_rate 5e-6
         """)
     assert (plan.framework, plan.algorithm) == ("trl", algorithm)
+
+
+def test_a_launch_of_a_missing_trl_script_reads_its_data_and_length_flags_and_skips_positional_models(tmp_path):
+    plan = plan_of(tmp_path, "run_orpo.sh", """
+        CUDA_VISIBLE_DEVICES=0,1 python orpo_training.py \\
+            --model_name_or_path Qwen/Qwen2.5-0.5B-Instruct \\
+            --train_file_dir ./data/reward \\
+            --per_device_train_batch_size 4 \\
+            --max_source_length 1024 \\
+            --max_target_length 512 \\
+            --orpo_beta 0.1
+        python sft.py --model_name_or_path "$3" --per_device_train_batch_size 2 --learning_rate 1e-5
+        """)
+    assert (plan.framework, plan.algorithm) == ("trl", "orpo")
+    s = plan.settings
+    assert (s.dataset.value, s.max_prompt_length.value, s.max_response_length.value) == ("./data/reward", 1024, 512)
+    assert s.beta.value == 0.1
+    assert s.base_model.value == "Qwen/Qwen2.5-0.5B-Instruct"  # never "$3": that is only the caller's argument
+
+
+def test_a_torchforge_sft_app_names_the_hub_weights_its_trainer_loads(tmp_path):
+    plan = plan_of(tmp_path, "sft.yaml", """
+        model_name: Qwen/Qwen3-8B
+        optimizer:
+          lr: 2e-5
+        model:
+          name: qwen3
+          flavor: 8B
+          hf_assets_path: hf://${model_name}
+        training:
+          local_batch_size: 1
+          seq_len: 2048
+          steps: 1000
+        """, ("main.py", "from forge.actors.trainer import TitanTrainer\n"))
+    assert plan.framework == "torchforge"
+    assert (plan.settings.base_model.value, plan.settings.base_model.source) == ("hf://Qwen/Qwen3-8B", "sft.yaml:7")
+    assert plan.mint.base_model == "Qwen/Qwen3-8B"  # the hub id MinT serves, without torchtitan's scheme

@@ -123,9 +123,10 @@ def _base_model(settings: Settings, warnings: list[PlanWarning]) -> tuple[str, s
     if model is None or not isinstance(model.value, str):
         return DEFAULT_MODEL, (f"base model {DEFAULT_MODEL}: the inputs name none; it is one MinT serves, check "
                                "service_client.get_server_capabilities() for the current list")
-    if _HUB_ID.match(model.value):
-        return model.value, (f"base model {model.value} from {model.source}; check that MinT serves it "
-                             "(service_client.get_server_capabilities())")
+    hub_id = model.value.removeprefix("hf://")  # torchtitan's asset path names the hub id
+    if _HUB_ID.match(hub_id):
+        return hub_id, (f"base model {hub_id} from {model.source}; check that MinT serves it "
+                        "(service_client.get_server_capabilities())")
     warnings.append(PlanWarning(
         code="LOCAL_MODEL_PATH",
         message=f"The source loads the model from a local path ({model.value}); MinT serves hub model ids. "

@@ -148,7 +148,7 @@ def analyze(project: Project, ev: Evidence) -> None:
             continue
         value = arg.value
         if value is None and setting in {"dataset", "base_model"}:
-            value = arg.literal(Level.COMMAND)
+            value = arg.setting_literal(Level.COMMAND)
         if setting == "num_epochs" and rl:
             continue  # in the PPO-family trainer, max_epochs is update epochs per rollout batch (MULTI_UPDATE)
         if setting == "lora.rank" and value is not None and as_number(value.value) == 0:

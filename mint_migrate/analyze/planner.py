@@ -111,6 +111,7 @@ _FILLABLE = ("base_model", "dataset", "learning_rate", "per_device_batch_size", 
 
 
 _TEXT_SETTINGS = ("base_model", "dataset", "lora.target_modules")
+_POSITIONAL_ONLY = re.compile(r"\$(\d|\{\d+\}|@|\*)")
 # Sampling and policy-loss settings: a training setting only in an RL run (in an SFT script a
 # `temperature` is its evaluation's).
 _RL_ONLY = ("num_generations", "kl_coef", "clip_ratio", "temperature")
@@ -133,7 +134,8 @@ def _fill_from_harvest(ev: Evidence, stated: list[Stated], reserved: tuple[str, 
     preference = vote is not None and vote.algorithm in ("dpo", "kto", "orpo")
     if preference and ev.best("beta") is None:  # a DPO trainer's plain `beta` (`loss.beta=0.1`) is its beta
         best = ev.harvested_where(lambda s: s.norm.rsplit(".", 1)[-1] == "beta" and id(s) not in unread
-                                  and not s.incidental and _usable("beta", s.value))
+                                  and not s.incidental and _usable("beta", s.value)) \
+            or ev.harvested("beta", lambda s: id(s) not in unread and not s.incidental and _usable("beta", s.value))
         if best is not None:
             ev.setting("beta", best)
     for key in _FILLABLE:
@@ -194,8 +196,8 @@ def _reserved(norm: str, reserved: tuple[str, ...]) -> bool:
 def _usable(key: str, value: object) -> bool:
     if value in (None, "", []) or isinstance(value, bool):
         return False
-    if isinstance(value, str) and "${" in value:
-        return False  # an interpolation the config reader could not resolve
+    if isinstance(value, str) and ("${" in value or _POSITIONAL_ONLY.fullmatch(value.strip())):
+        return False  # an interpolation the config reader could not resolve, or only "the caller's 3rd argument"
     if key in _TEXT_SETTINGS:
         return isinstance(value, str | list)
     if key.startswith("lora.") or key in ("num_generations", "max_steps", "num_epochs"):

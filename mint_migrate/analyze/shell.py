@@ -47,6 +47,7 @@ _ARITH_UPDATE = re.compile(r"\s*(?:([A-Za-z_]\w*)\s*([-+*/%]?=)(?!=)\s*(.+?)|(?:
                            r"|([A-Za-z_]\w*)\s*(\+\+|--))\s*", re.S)
 _WRAPPERS = {"nohup", "time", "exec", "sudo", "nice", "stdbuf", "srun", "env"}
 _DECLARE = {"export", "declare", "local", "readonly", "typeset"}
+_POSITIONAL_ONLY = re.compile(r"\$(\d|\{\d+\}|@|\*)")
 _PROGRAMS = {"torchrun", "deepspeed", "accelerate", "ray", "trl", "uv", "poetry", "pipenv", *_WRAPPERS}
 
 
@@ -392,6 +393,14 @@ class Arg:
             return None
         text = self.raw.strip()
         return Value(parse_scalar(text) if text.startswith("[") and text.endswith("]") else self.raw, self.loc, level)
+
+    def setting_literal(self, level: Level) -> Value | None:
+        """`literal`, for a setting the plan shows (a model, a dataset): not when the value is only a
+        positional parameter (`"$3"` says nothing but "the caller's third argument")."""
+        value = self.literal(level)
+        if value is not None and self.value is None and _POSITIONAL_ONLY.fullmatch(self.raw.strip()):
+            return None
+        return value
 
 
 @dataclass

@@ -35,7 +35,7 @@ _NAMES: dict[str, Meaning] = {
         "base_model": "model_name_or_path model_name model_path pretrain pretrained_model_name_or_path base_model "
                       "model_id policy_model_path sft_model_path hf_assets_path policy_model model_name_or_id",
         "dataset": "dataset dataset_name dataset_path train_files train_file train_data data_path dataset_id "
-                   "prompt_data train_dataset datasets dataset_mixture data_files",
+                   "prompt_data train_dataset datasets dataset_mixture data_files train_file_dir",
         "learning_rate": "learning_rate lr actor_learning_rate policy_learning_rate optim_lr",
         "per_device_batch_size": "per_device_train_batch_size micro_train_batch_size micro_batch_size "
                                  "ppo_micro_batch_size_per_gpu micro_batch_size_per_gpu local_batch_size "
@@ -51,14 +51,14 @@ _NAMES: dict[str, Meaning] = {
         "max_seq_length": "max_length max_seq_length max_len seq_len cutoff_len model_max_length max_seq_len "
                           "max_sequence_length context_length",
         "max_prompt_length": "max_prompt_length prompt_max_len max_prompt_len max_req_tokens max_prompt_tokens "
-                             "max_input_length source_max_len",
+                             "max_input_length source_max_len max_source_length",
         "max_response_length": "max_response_length max_completion_length generate_max_len max_new_tokens "
                                "max_tokens response_length max_res_tokens max_gen_len max_generation_length "
-                               "target_max_len max_response_len",
+                               "target_max_len max_response_len max_target_length",
         "lora.rank": "lora_rank lora_r r rank",
         "lora.alpha": "lora_alpha alpha",
         "lora.target_modules": "target_modules lora_target_modules lora_target",
-        "beta": "dpo_beta",
+        "beta": "dpo_beta orpo_beta",
         "num_generations": "num_generations n_samples_per_prompt group_size num_samples_per_prompt "
                            "num_return_sequences generations_per_sample num_samples samples_per_prompt "
                            "responses_per_prompt num_rollouts n",

@@ -66,6 +66,10 @@ def analyze(project: Project, ev: Evidence) -> None:
         if value is not None and isinstance(value.value, str) and "${" in value.value:
             continue
         ev.setting(setting, value)
+    assets = config.get("model.hf_assets_path") or config.get("trainer.model.hf_assets_path")
+    if assets is not None and str(assets.value).startswith("hf://") and not any(
+            k.startswith(("policy.", "generator.")) for k in config):  # SFT: the hub weights the trainer loads
+        ev.setting("base_model", assets)
 
     datasets = config.get("training.datasets") or config.get("dataset.datasets")
     if datasets is not None and isinstance(datasets.value, list):

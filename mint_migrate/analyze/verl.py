@@ -45,6 +45,7 @@ RL_KEYS = {
     "data.rollout_batch_size": "global_batch_size",
     "worker.actor.micro_batch_size_per_device_for_update": "per_device_batch_size",
     "trainer.max_steps": "max_steps",
+    "trainer.total_episodes": "num_epochs",  # early EasyR1: passes over the prompts
     "worker.actor.model.lora.rank": "lora.rank",
     "worker.actor.model.lora.alpha": "lora.alpha",
     "worker.actor.model.lora.target_modules": "lora.target_modules",
@@ -169,7 +170,7 @@ def analyze(project: Project, ev: Evidence) -> None:
     for key, setting in keys.items():
         value = config.get(key)
         if value is None and key in args and setting in {"dataset", "base_model"}:
-            value = args[key].literal(Level.COMMAND)
+            value = args[key].setting_literal(Level.COMMAND)
             if value is not None:
                 ev.warn("UNRESOLVED", f"{key}={value.value}: part of this value comes from the environment "
                         "(or a positional parameter); it is reported as written.", value.loc)
@@ -319,7 +320,7 @@ def _easyr1_kl(config: dict[str, Value], ev: Evidence) -> None:
     disabled = config.get("algorithm.disable_kl")
     if not any(k.startswith("worker.") for k in config) or (disabled is not None and disabled.value is True):
         return
-    kl_loss = config.get("algorithm.use_kl_loss")
+    kl_loss = config.get("algorithm.use_kl_loss") or config.get("worker.actor.use_kl_loss")
     coef = (config.get("worker.actor.kl_loss_coef") if kl_loss is not None and kl_loss.value is True else None) \
         or config.get("algorithm.kl_coef")
     if coef is not None:
@@ -354,7 +355,8 @@ def _kl_warning(ev: Evidence, what: str, value: Value) -> None:
 
 
 def _reward_function(project: Project, config: dict[str, Value], ev: Evidence) -> None:
-    easyr1 = config.get("worker.reward.reward_function")  # `./reward_function/math.py:compute_score`
+    # `./reward_function/math.py:compute_score`; early versions name a built-in scorer (compute_score=math)
+    easyr1 = config.get("worker.reward.reward_function") or config.get("worker.reward.compute_score")
     if easyr1 is not None and isinstance(easyr1.value, str):
         ev.setting("reward_functions", easyr1.with_value([easyr1.value]))
     path = config.get("custom_reward_function.path")
