@@ -29,17 +29,6 @@ ROPE_BLOCK = 1024
 # whether they were computed with this prompt or with an earlier one that starts the same way:
 # the sampler's prefix cache reuses them in these blocks.
 PREFILL_BLOCK = 64
-# A decode step attends to its row's keys padded with masked zeros to a multiple of this many
-# positions, alone or batched: rows of every cohort whose padded lengths agree share one
-# attention call, and each row's floats depend only on its own keys (forward_packed).
-KEY_BLOCK = 64
-
-
-def _capacity(length: int) -> int:
-    """Positions a RowCache buffer holds for `length` tokens: a power of two (so the strides
-    attention sees depend only on the length, never on how the cache got there: one prefill,
-    steps, a restored prefix), at least KEY_BLOCK, so a decode step's padded keys fit."""
-    return 1 << (max(length, KEY_BLOCK) - 1).bit_length()
 
 
 class UnsupportedConfig(ValueError):
@@ -114,9 +103,10 @@ class RowCache:
         end = self.length + kv.shape[2]
         buffer = self.layers[layer]
         if buffer is None or buffer.shape[2] < end:
-            # Zeros past the end: a decode step reads them as masked keys and values, and a
-            # masked value must be finite (0 * NaN would poison the weighted sum).
-            grown = kv.new_zeros((kv.shape[0], kv.shape[1], _capacity(end), kv.shape[3]))
+            # A power of two: the capacity (so the strides attention sees) depends only on the
+            # length, never on how the cache got there (one prefill, steps, a restored prefix).
+            capacity = 1 << (end - 1).bit_length()
+            grown = kv.new_empty((kv.shape[0], kv.shape[1], capacity, kv.shape[3]))
             if buffer is not None:
                 grown[:, :, : self.length] = buffer[:, :, : self.length]
             buffer = self.layers[layer] = grown
@@ -146,9 +136,10 @@ class RowCache:
         """A one-row cache holding these blocks of positions 0.. in order (see `blocks`)."""
         cache = cls(len(blocks[0]))
         cache.length = sum(b[0].shape[1] for b in blocks)
+        capacity = 1 << (cache.length - 1).bit_length()
         for layer in range(len(cache.layers)):
             first = blocks[0][layer]
-            buffer = first.new_zeros((1, first.shape[0], _capacity(cache.length), first.shape[2]))
+            buffer = first.new_empty((1, first.shape[0], capacity, first.shape[2]))
             at = 0
             for block in blocks:
                 buffer[0, :, at : at + block[layer].shape[1]] = block[layer]
@@ -282,12 +273,6 @@ class Qwen3ForCausalLM(nn.Module):
     # Prompt positions per block of the sampler's prefix cache (None would turn it off).
     prefix_block: int | None = PREFILL_BLOCK
 
-    @property
-    def step_attention(self) -> list[int]:
-        """[attention calls, cohorts] of the decode steps so far, per layer (bench, tests): how
-        many cohorts' steps shared each call."""
-        return self.__dict__.setdefault("_step_attention", [0, 0])
-
     def get_output_embeddings(self) -> nn.Linear:
         return self.lm_head
 
@@ -328,13 +313,11 @@ class Qwen3ForCausalLM(nn.Module):
         A segment is `tokens` (rows lists of `new` token ids), a `cache` (RowCache) and
         `adapters` (one per row, None for the base weights). Rows of all segments are flattened
         into one token axis that is cut into tiles of exactly `tile` rows (the last one
-        zero-padded), and every matmul, norm and elementwise op runs tile by tile. A prompt's
-        attention runs per segment, on that segment's own cache; decode steps (`decoding`: one
-        new token per row) attend over keys padded to KEY_BLOCK positions, in one call for all
-        rows with the same padded length (see below). So each op sees the same shapes whatever
-        else is in the batch, and a request's results are bit for bit those it gets alone: CPU
-        (and GPU) matmul kernels change their blocking with the number of rows, which moves
-        results by ~1e-7 relative when rows are batched with a varying count.
+        zero-padded), and every matmul, norm and elementwise op runs tile by tile. Attention runs per segment, on that segment's own
+        cache (one token per row: on one thread, see below). So each op sees the same shapes whatever else is in the batch, and a request's
+        results are bit for bit those it gets alone: CPU (and GPU) matmul kernels change their
+        blocking with the number of rows, which moves results by ~1e-7 relative when rows are
+        batched with a varying count.
 
         `routing` (lora.Routing) is pointed at each tile's rows before the tile runs, so the
         LoRA layers add each row's own adapter."""
@@ -391,30 +374,11 @@ class Qwen3ForCausalLM(nn.Module):
                     mask = None if a == 0 else torch.arange(a, b, device=device)[:, None] >= torch.arange(b, device=device)[None, :]
                     mine.append((a - past, b - past, mask))
             pieces.append(mine)
-        # Decode steps attend to each row's keys padded with masked zeros to the next multiple
-        # of KEY_BLOCK, alone or batched, so that rows of every cohort whose padded lengths
-        # agree run as one attention call (the cost of a step no longer grows with the number
-        # of cohorts) while a row's floats depend only on its own keys. On the CPU these calls
-        # run on one thread: with more, torch's CPU attention computes rows on different
-        # threads differently (a row's result moves in the last bits with its place in the
-        # batch, and a batch with fewer rows than threads takes another path). On other devices
-        # each segment keeps its own call: there we cannot vouch for the kernels.
-        on_cpu = device.type == "cpu"
-        by_keys: dict[Any, list[int]] = {}
-        for i, seg in enumerate(segments):
-            if getattr(seg, "decoding", False):
-                keys = -(-(seg.cache.length + 1) // KEY_BLOCK) * KEY_BLOCK
-                by_keys.setdefault(keys if on_cpu else (keys, i), []).append(i)
-        steps = []  # (padded keys, member segments, mask [rows, 1, 1, keys])
-        for key, members in by_keys.items():
-            keys = key if on_cpu else key[0]
-            lengths = [segments[i].cache.length + 1 for i in members for _ in segments[i].tokens]
-            mask = torch.arange(keys, device=device)[None, :] < torch.tensor(lengths, device=device)[:, None]
-            steps.append((keys, members, mask[:, None, None, :]))
-        decoding = {i for _, members, _ in steps for i in members}
-        self.step_attention[0] += len(steps)
-        self.step_attention[1] += len(decoding)
-        threads = torch.get_num_threads() if on_cpu and steps else 1
+        # A decode step's attention runs on one thread: with more, torch's CPU attention computes
+        # the rows on different threads differently (a row's result moves in the last bits with
+        # its place in the batch, and a batch with fewer rows than threads takes another path),
+        # so a request batched into a cohort would not get what it gets alone.
+        threads = torch.get_num_threads() if device.type == "cpu" else 1
         tiles = tiled(adapters)
         for layer in self.model.layers:
             attn = layer.self_attn
@@ -427,18 +391,21 @@ class Qwen3ForCausalLM(nn.Module):
                 return torch.cat((rope(torch.cat((q, k), dim=1), t), v), dim=1)  # one rope for q and k
 
             qkv = each_tile(tiles, project)  # [padded, heads + 2 * kv_heads, head_dim]
-            outs: list[torch.Tensor | None] = []
-            for i, (seg, (s, e, rows, new), mine) in enumerate(zip(segments, spans, pieces, strict=True)):
+            outs = []
+            for seg, (s, e, rows, new), mine in zip(segments, spans, pieces, strict=True):
                 past = seg.cache.length
-                # [rows, heads + 2 * kv_heads, new, head_dim]; one new token per row takes one op
+                # [rows, heads + 2 * kv_heads, new, head_dim]; decode steps (new == 1) take one op
                 both = qkv[s:e, :, None] if new == 1 else qkv[s:e].view(rows, new, -1, head_dim).transpose(1, 2)
                 cached = seg.cache.write(attn.layer, both[:, heads:])
-                if i in decoding:
-                    outs.append(None)  # attended below, with the other rows of its padded length
-                    continue
                 keys, values = cached[:, :kv_heads], cached[:, kv_heads:]
                 if new == 1:
-                    out = F.scaled_dot_product_attention(both[:, :heads], keys, values, scale=scale, enable_gqa=gqa)
+                    if threads > 1:
+                        torch.set_num_threads(1)
+                    try:
+                        out = F.scaled_dot_product_attention(both[:, :heads], keys, values, scale=scale, enable_gqa=gqa)
+                    finally:
+                        if threads > 1:
+                            torch.set_num_threads(threads)
                     outs.append(out.reshape(rows, heads * head_dim))
                     continue
                 parts = [
@@ -450,29 +417,9 @@ class Qwen3ForCausalLM(nn.Module):
                 ]  # fmt: skip
                 out = parts[0] if len(parts) == 1 else torch.cat(parts, dim=2)
                 outs.append(out.transpose(1, 2).reshape(rows * new, heads * head_dim))
-            if threads > 1:
-                torch.set_num_threads(1)
-            try:
-                for keys, members, mask in steps:
-                    # Queries always copied into one batch; keys and values copied only where
-                    # rows of several cohorts meet (a cache's own view differs only in strides).
-                    queries = torch.cat([qkv[spans[i][0] : spans[i][1], :heads, None] for i in members])
-                    kv = segments[members[0]].cache.layers[attn.layer][:, :, :keys]
-                    if len(members) > 1:
-                        kv = torch.cat([segments[i].cache.layers[attn.layer][:, :, :keys] for i in members])
-                    out = F.scaled_dot_product_attention(
-                        queries, kv[:, :kv_heads], kv[:, kv_heads:], attn_mask=mask, scale=scale, enable_gqa=gqa,
-                    ).reshape(-1, heads * head_dim)  # fmt: skip
-                    at = 0
-                    for i in members:
-                        outs[i] = out[at : at + spans[i][2]]
-                        at += spans[i][2]
-            finally:
-                if threads > 1:
-                    torch.set_num_threads(threads)
             if pad is not None:
                 outs.append(pad)
-            attended = outs[0] if len(outs) == 1 else torch.cat(outs)  # type: ignore[arg-type]
+            attended = outs[0] if len(outs) == 1 else torch.cat(outs)
 
             def finish(t: slice, layer: Any = layer, attn: Any = attn, x: torch.Tensor = x, attended: torch.Tensor = attended) -> torch.Tensor:
                 y = x[t] + attn.o_proj(attended[t])

@@ -24,12 +24,10 @@ Exactness: a seeded request gets the same tokens and logprobs, bit for bit, whet
 served alone or batched with any other requests, and whether or not its prefix was cached. Each request draws from its own generator,
 and the model's packed forward computes every row with the same kernels whatever else is in
 the batch (see `Qwen3ForCausalLM.forward_packed`). Requests admitted in the same step with
-prompts of the same length share one cache (a cohort), and the decode steps of all cohorts
-whose keys pad to the same multiple of qwen3.KEY_BLOCK share one attention call: each row
-attends over its own keys padded with masked zeros, alone too, and CPU attention on one
-thread computes each batch row independently, so that is exact too. Models loaded with
-transformers, and CUDA, keep one attention batch per request (`merge=False`): there we cannot
-vouch for the kernels.
+prompts of the same length share one attention call (a cohort); CPU attention on one thread
+computes each batch row independently (on more threads it does not: a row's floats depend on
+its place in the batch), so decode steps attend on one thread and that is exact too. Models loaded with transformers, and CUDA,
+keep one attention batch per request (`merge=False`): there we cannot vouch for the kernels.
 """
 
 from __future__ import annotations
@@ -92,7 +90,6 @@ class Segment:
     cache: Any
     adapters: list[str | None]  # one per row; None = the base weights
     all_logits: bool = False  # logits at every new position (prompt logprobs), else the last one
-    decoding: bool = False  # a decode step: its attention may be batched with other cohorts' steps
 
 
 class LanguageModel(Protocol):
@@ -512,7 +509,7 @@ class Decoder:
 
     def _decode(self, batch: list[_Cohort]) -> None:
         segments = [
-            Segment([[r.tokens[i][-1]] for r, i in c.rows], c.cache, [r.adapter for r, _ in c.rows], decoding=True)
+            Segment([[r.tokens[i][-1]] for r, i in c.rows], c.cache, [r.adapter for r, _ in c.rows])
             for c in batch
         ]
         outputs = self._forward(segments, self.decode_tile)
