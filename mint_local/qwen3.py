@@ -314,8 +314,8 @@ class Qwen3ForCausalLM(nn.Module):
         `adapters` (one per row, None for the base weights). Rows of all segments are flattened
         into one token axis that is cut into tiles of exactly `tile` rows (the last one
         zero-padded), and every matmul, norm and elementwise op runs tile by tile. Attention runs per segment, on that segment's own
-        cache (one token per row: on one thread, see below). So each op sees the same shapes whatever else is in the batch, and a request's
-        results are bit for bit those it gets alone: CPU (and GPU) matmul kernels change their
+        cache (a decode step's on one thread, see below). So each op sees the same shapes
+        whatever else is in the batch, and a request's results are bit for bit those it gets alone: CPU (and GPU) matmul kernels change their
         blocking with the number of rows, which moves results by ~1e-7 relative when rows are
         batched with a varying count.
 

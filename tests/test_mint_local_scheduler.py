@@ -179,7 +179,7 @@ def test_prefix_cache_stays_within_its_bytes_and_evicts_least_recently_used(engi
 
 @pytest.mark.parametrize("threads", [1, 2])
 def test_cohorts_at_different_lengths_equal_each_request_alone_on_any_thread_count(engine, threads):
-    """Cohorts whose caches hold different lengths (prompts of 5 to 130 tokens admitted at
+    """Cohorts whose caches hold different lengths (prompts of 5 to 131 tokens admitted at
     different steps, two of them joined into one cohort), on two adapters and the base weights,
     some with their prompt restored from the prefix cache, and torch on one and on two threads:
     each request gets exactly the tokens and logprobs it gets alone. (On two threads torch's CPU
