@@ -314,8 +314,8 @@ class Qwen3ForCausalLM(nn.Module):
         `adapters` (one per row, None for the base weights). Rows of all segments are flattened
         into one token axis that is cut into tiles of exactly `tile` rows (the last one
         zero-padded), and every matmul, norm and elementwise op runs tile by tile. Attention runs per segment, on that segment's own
-        cache. So each op sees the same shapes whatever else is in the batch, and a request's
-        results are bit for bit those it gets alone: CPU (and GPU) matmul kernels change their
+        cache (a decode step's on one thread, see below). So each op sees the same shapes
+        whatever else is in the batch, and a request's results are bit for bit those it gets alone: CPU (and GPU) matmul kernels change their
         blocking with the number of rows, which moves results by ~1e-7 relative when rows are
         batched with a varying count.
 
@@ -374,6 +374,11 @@ class Qwen3ForCausalLM(nn.Module):
                     mask = None if a == 0 else torch.arange(a, b, device=device)[:, None] >= torch.arange(b, device=device)[None, :]
                     mine.append((a - past, b - past, mask))
             pieces.append(mine)
+        # A decode step's attention runs on one thread: with more, torch's CPU attention computes
+        # the rows on different threads differently (a row's result moves in the last bits with
+        # its place in the batch, and a batch with fewer rows than threads takes another path),
+        # so a request batched into a cohort would not get what it gets alone.
+        threads = torch.get_num_threads() if device.type == "cpu" else 1
         tiles = tiled(adapters)
         for layer in self.model.layers:
             attn = layer.self_attn
@@ -394,7 +399,13 @@ class Qwen3ForCausalLM(nn.Module):
                 cached = seg.cache.write(attn.layer, both[:, heads:])
                 keys, values = cached[:, :kv_heads], cached[:, kv_heads:]
                 if new == 1:
-                    out = F.scaled_dot_product_attention(both[:, :heads], keys, values, scale=scale, enable_gqa=gqa)
+                    if threads > 1:
+                        torch.set_num_threads(1)
+                    try:
+                        out = F.scaled_dot_product_attention(both[:, :heads], keys, values, scale=scale, enable_gqa=gqa)
+                    finally:
+                        if threads > 1:
+                            torch.set_num_threads(threads)
                     outs.append(out.reshape(rows, heads * head_dim))
                     continue
                 parts = [

@@ -24,9 +24,10 @@ Exactness: a seeded request gets the same tokens and logprobs, bit for bit, whet
 served alone or batched with any other requests, and whether or not its prefix was cached. Each request draws from its own generator,
 and the model's packed forward computes every row with the same kernels whatever else is in
 the batch (see `Qwen3ForCausalLM.forward_packed`). Requests admitted in the same step with
-prompts of the same length share one attention call (a cohort); CPU attention computes each
-batch row independently, so that is exact too. Models loaded with transformers, and CUDA,
-keep one attention batch per request (`merge=False`): there we cannot vouch for the kernels.
+prompts of the same length share one attention call (a cohort); CPU attention on one thread
+computes each batch row independently (on more threads it does not: a row's floats depend on
+its place in the batch), so decode steps attend on one thread and that is exact too. Models
+loaded with transformers, and CUDA, keep one attention batch per request (`merge=False`): there we cannot vouch for the kernels.
 """
 
 from __future__ import annotations

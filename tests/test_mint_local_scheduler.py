@@ -177,6 +177,49 @@ def test_prefix_cache_stays_within_its_bytes_and_evicts_least_recently_used(engi
     assert [serve("B"), serve("C"), serve("A")] == [1, 2, 1]
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+def test_cohorts_at_different_lengths_equal_each_request_alone_on_any_thread_count(engine, threads):
+    """Cohorts whose caches hold different lengths (prompts of 5 to 131 tokens admitted at
+    different steps, two of them joined into one cohort), on two adapters and the base weights,
+    some with their prompt restored from the prefix cache, and torch on one and on two threads:
+    each request gets exactly the tokens and logprobs it gets alone. (On two threads torch's CPU
+    attention gives a row other floats at another place in the batch.)"""
+    a1, a2 = engine.adapters
+    block = engine.lm.prefix_block
+    history = [(11 * i) % 1900 + 30 for i in range(2 * block + 2)]
+    requests = [  # (source, prompt, num_samples, params, prompt logprobs, top-k prompt logprobs)
+        (a1, history[: block - 4], 2, _params(seed=21, max_tokens=12), False, 0),
+        (BASE_WEIGHTS, list(range(5, 10)), 1, _params(seed=22, temperature=0.8), False, 0),
+        (a2, history[:17], 3, _params(seed=23, top_k=30), False, 0),
+        (a1, history + [3], 1, _params(seed=24), False, 0),  # two blocks restored
+        (a2, history[: block + 2], 2, _params(seed=25, temperature=0.0), False, 0),
+        (BASE_WEIGHTS, history[: block - 1], 1, _params(seed=26, max_tokens=14), False, 0),
+        (a1, history[: block + 1] + [9], 1, _params(seed=27, temperature=1.2), False, 0),  # one block restored
+        (a1, list(range(200, 230)), 2, _params(seed=28, top_p=0.8), True, 2),
+        (a2, list(range(300, 330)), 3, _params(seed=29), False, 0),  # request 7's length: one cohort
+    ]
+    joined_at = {0: [0, 1], 1: [2], 2: [3, 4], 4: [5, 6], 5: [7, 8]}  # decoder step -> requests added before it
+    saved = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        alone = [engine.sample(*r) for r in requests]
+        decoder = engine.new_decoder(prefix_cache_bytes=64 << 20, admit_window=0.0)
+        assert _served(decoder, engine, (a1, history, 1, _params(max_tokens=1), False, 0))  # fills the prefix cache
+        results: dict[int, dict] = {}
+        step, joined = 0, False
+        while step in joined_at or decoder.pending():
+            for i in joined_at.get(step, []):
+                decoder.add(engine.sample_request(*requests[i], report=lambda payload, i=i: results.__setitem__(i, payload)))
+            decoder.step()
+            joined |= any(len(c.requests) > 1 for c in decoder.cohorts)
+            step += 1
+    finally:
+        torch.set_num_threads(saved)
+    assert [results[i] for i in range(len(requests))] == alone
+    assert decoder.prefix.reused_tokens == 3 * block
+    assert joined == engine._merge_cohorts  # requests 7 and 8 decoded as one cohort
+
+
 def test_rope_table_values_do_not_depend_on_how_far_it_has_grown():
     """The sampler's RoPE table grows with the longest position seen (past max_position_embeddings
     with --max-context): a position's values must be the same whether the table was built at once
