@@ -467,6 +467,11 @@ def _easyr1_reward(project: Project, spec: Value) -> RewardPlan:
     path, _, fn = str(spec.value).partition(":")
     fn = fn or "compute_score"
     plan = RewardPlan(style="easyr1", status="placeholder", functions=[RewardFunction(name=fn)], source=str(spec.loc))
+    return _with_reward_file(project, plan, path, fn, "worker.reward.reward_function")
+
+
+def _with_reward_file(project: Project, plan: RewardPlan, path: str, fn: str, named_by: str) -> RewardPlan:
+    """The plan with the user's reward module, when `path` is among the inputs or beside them."""
     found = reward_file(project, path)
     if found is None or found.python is None:
         plan.reason = f"{path} was not given and is not beside the inputs: pass it with --config"
@@ -474,7 +479,7 @@ def _easyr1_reward(project: Project, spec: Value) -> RewardPlan:
         plan.reason = f"{found.label} defines no {fn}"
     else:
         plan.status, plan.file = "user", str(found.path.resolve())
-        plan.reason = f"{fn} from {found.label} (worker.reward.reward_function)"
+        plan.reason = f"{fn} from {found.label} ({named_by})"
     return plan
 
 
@@ -499,17 +504,9 @@ def _verl_reward(project: Project, c: dict[str, Value]) -> RewardPlan:
     name = c.get("custom_reward_function.name")
     fn = str(name.value) if name is not None else "compute_score"
     kwargs = c.get("custom_reward_function.reward_kwargs")
-    found = reward_file(project, str(path.value))
     plan = RewardPlan(style="verl", status="placeholder", functions=[RewardFunction(name=fn)], source=str(path.loc),
                       kwargs=dict(kwargs.value) if kwargs is not None and isinstance(kwargs.value, dict) else {})
-    if found is None or found.python is None:
-        plan.reason = f"{path.value} was not given and is not beside the inputs: pass it with --config"
-    elif fn not in found.python.functions:
-        plan.reason = f"{found.label} defines no {fn}"
-    else:
-        plan.status, plan.file = "user", str(found.path.resolve())
-        plan.reason = f"{fn} from {found.label} (custom_reward_function)"
-    return plan
+    return _with_reward_file(project, plan, str(path.value), fn, "custom_reward_function")
 
 
 ANALYZER = Analyzer(
