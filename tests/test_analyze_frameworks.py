@@ -1032,3 +1032,39 @@ def test_a_torchforge_sft_app_names_the_hub_weights_its_trainer_loads(tmp_path):
     assert plan.framework == "torchforge"
     assert (plan.settings.base_model.value, plan.settings.base_model.source) == ("hf://Qwen/Qwen3-8B", "sft.yaml:7")
     assert plan.mint.base_model == "Qwen/Qwen3-8B"  # the hub id MinT serves, without torchtitan's scheme
+
+
+def test_an_early_easyr1_launch_names_its_kl_loss_built_in_scorer_and_episodes(tmp_path):
+    config = """
+        data:
+          train_files: acme/refcoco@train
+          rollout_batch_size: 128
+        algorithm:
+          adv_estimator: grpo
+          kl_coef: 0.0
+        worker:
+          actor:
+            use_kl_loss: true
+            kl_loss_coef: 5.0e-3
+            model:
+              model_path: Qwen/Qwen2.5-VL-7B-Instruct
+            optim:
+              lr: 1.0e-6
+          rollout:
+            n: 8
+          reward:
+            reward_type: function
+        trainer:
+          total_episodes: 15
+        """
+    plan = plan_of(tmp_path, "run.sh", """
+        python3 -m verl.trainer.main \\
+            config=config.yaml \\
+            worker.actor.kl_loss_coef=1.0e-2 \\
+            worker.reward.compute_score=vision_reasoner \\
+            trainer.total_episodes=1
+        """, ("config.yaml", config))
+    s = plan.settings
+    assert (s.kl_coef.value, s.kl_coef.source) == (1e-2, "run.sh:3")  # the KL loss's, not algorithm.kl_coef 0.0
+    assert s.reward_functions.value == ["vision_reasoner"] and s.num_epochs.value == 1
+    assert plan.reward.status == "placeholder"  # a scorer built into the framework: no module to call
