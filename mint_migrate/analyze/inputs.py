@@ -203,7 +203,8 @@ def _link_launches(project: Project) -> None:
         for command in f.shell.commands:
             script_file = None
             if command.script:
-                script_file = project.find(command.script, f.path.parent) or _launched_on_disk(project, f, command.script)
+                script_file = project.find(command.script, f.path.parent) \
+                    or python_on_disk(project, f.path.parent, command.script)
             for arg in [*command.launcher_args, *command.flags()]:
                 if arg.name in CONFIG_FLAGS and arg.value is not None and isinstance(arg.value.value, str):
                     _follow_config(project, f, arg.value.value)
@@ -263,15 +264,10 @@ def _compose_for_missing_script(project: Project) -> None:
 _LAUNCH_DEPTH = 3
 
 
-def _launched_on_disk(project: Project, launcher: InputFile, written: str) -> InputFile | None:
-    """The Python script a launch command runs, found beside the launcher or in a folder above it
-    (launchers usually live in `scripts/` and run from the project's root), read as if given."""
-    return python_on_disk(project, launcher.path.parent, written)
-
-
 def python_on_disk(project: Project, near: Path, written: str) -> InputFile | None:
     """A Python file a path in the inputs names (a launched script, a reward module), found in `near`
-    or a folder above it, read as if it had been given."""
+    or a folder above it (launchers usually live in `scripts/` and run from the project's root), read
+    as if it had been given."""
     folder = near.resolve()
     for _ in range(_LAUNCH_DEPTH + 1):
         candidate = folder / os.path.expanduser(written)

@@ -129,8 +129,8 @@ def _fill_from_harvest(ev: Evidence, stated: list[Stated], reserved: tuple[str, 
     kl_off = leaves.get("disable_kl") is True or (leaves.get("use_kl_loss") is False
                                                   and leaves.get("use_kl_in_reward") is not True)
     lora_off = any((s.norm.rsplit(".", 1)[-1] in ("use_peft", "use_lora", "lora") and s.value is False)
-                   or ((s.norm.rsplit(".", 1)[-1] in ("lora_rank", "lora_r") or s.norm.endswith(("lora.rank", "lora.r")))
-                       and s.value == 0) for s in stated)
+                   or ((s.norm.rsplit(".", 1)[-1] in ("lora_rank", "lora_r")
+                        or s.norm.endswith(("lora.rank", "lora.r"))) and s.value == 0) for s in stated)
     preference = vote is not None and vote.algorithm in ("dpo", "kto", "orpo")
     if preference and ev.best("beta") is None:  # a DPO trainer's plain `beta` (`loss.beta=0.1`) is its beta
         best = ev.harvested_where(lambda s: s.norm.rsplit(".", 1)[-1] == "beta" and id(s) not in unread
@@ -180,9 +180,10 @@ def _cite_the_override(ev: Evidence, stated: list[Stated], unread: set[int]) -> 
         best = ev.best(key)
         if best is None or best.loc is None:
             continue
-        over = [s for s in stated if s.level > best.level and s.level in (Level.CONFIG, Level.COMMAND) and repr(s.value) == repr(best.value) and not s.incidental
-                and id(s) not in unread and (m := meaning(s.key, s.owner)) is not None and m.family == "setting"
-                and m.concept == key]
+        over = [s for s in stated
+                if s.level > best.level and s.level in (Level.CONFIG, Level.COMMAND) and not s.incidental
+                and repr(s.value) == repr(best.value) and id(s) not in unread
+                and (m := meaning(s.key, s.owner)) is not None and m.family == "setting" and m.concept == key]
         if over:
             top = max(over, key=lambda s: s.level)
             ev.setting(key, Value(top.value, top.loc, top.level))

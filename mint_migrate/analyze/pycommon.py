@@ -192,8 +192,8 @@ def function_names(node: cst.BaseExpression | None, src: PySource, scope) -> lis
 
 
 # What a trainer class's own name says it trains (`SimPOTrainer`, `MyGRPOTrainer`), most specific first.
-_NAMED_ALGORITHMS = (("grpo", "grpo"), ("rloo", "reinforce"), ("reinforce", "reinforce"), ("sppo", "dpo"), ("ppo", "ppo"),
-                     ("orpo", "orpo"), ("kto", "kto"), ("simpo", "dpo"), ("dpo", "dpo"), ("ipo", "dpo"),
+_NAMED_ALGORITHMS = (("grpo", "grpo"), ("rloo", "reinforce"), ("reinforce", "reinforce"), ("sppo", "dpo"),
+                     ("ppo", "ppo"), ("orpo", "orpo"), ("kto", "kto"), ("simpo", "dpo"), ("dpo", "dpo"), ("ipo", "dpo"),
                      ("cpo", "dpo"), ("preference", "dpo"), ("reward", "reward_model"), ("distil", "distillation"),
                      ("gkd", "distillation"), ("sft", "sft"), ("supervised", "sft"))
 

@@ -95,7 +95,8 @@ def analyze(project: Project, ev: Evidence) -> None:
 
 
 def _named_algorithm(project: Project, ev: Evidence) -> None:
-    """A guessed setup's algorithm when its code said nothing: what its files and trainers are named for."""
+    """The algorithm when the code says nothing (a guessed setup, or a loss no shape matches): what
+    the missing script, the files, the trainers and the configs are named for, in that order."""
     names = [(PurePosixPath(c.script).stem, c.loc) for c, script in project.launches if c.script and script is None]
     names += [(f.path.stem, Loc(f.label, 1)) for f in project.files if f.python or f.shell]
     names += [(c.name, c.loc) for f in project.pythons() for c in trainer_runs(f.python)]

@@ -89,8 +89,8 @@ def analyze(project: Project, ev: Evidence) -> None:
         def batch(s) -> bool:
             return s.norm.rsplit(".", 1)[-1] in _BATCH_NAMES and not s.incidental and s.kind != "keyword"
         # the config the loop merges over its defaults dict first, then whatever states it
-        ev.setting("global_batch_size", ev.harvested_where(lambda s: batch(s) and s.level in (Level.CONFIG, Level.COMMAND))
-                   or ev.harvested_where(batch))
+        merged = ev.harvested_where(lambda s: batch(s) and s.level in (Level.CONFIG, Level.COMMAND))
+        ev.setting("global_batch_size", merged or ev.harvested_where(batch))
     if ev.votes and max(v.weight for v in ev.votes) > 0 and ev.algorithm().algorithm in {"grpo", "ppo", "reinforce"}:
         ev.extra("global_counts_prompts", Value(True, None))
         kl = ev.best("kl_coef")
