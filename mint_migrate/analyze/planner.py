@@ -14,6 +14,7 @@ from mint_migrate.analyze.inputs import Project, load_project
 from mint_migrate.analyze.pycommon import server_side
 from mint_migrate.analyze.registry import analyzer
 from mint_migrate.analyze.settings import build_settings, coerce
+from mint_migrate.analyze.shell import POSITIONAL_ONLY
 from mint_migrate.analyze.synonyms import meaning
 from mint_migrate.plan import SETTING_KEYS, Construct, MigrationPlan, MintChoices, PlanWarning, Setting, Settings
 
@@ -111,7 +112,6 @@ _FILLABLE = ("base_model", "dataset", "learning_rate", "per_device_batch_size", 
 
 
 _TEXT_SETTINGS = ("base_model", "dataset", "lora.target_modules")
-_POSITIONAL_ONLY = re.compile(r"\$(\d|\{\d+\}|@|\*)")
 # Sampling and policy-loss settings: a training setting only in an RL run (in an SFT script a
 # `temperature` is its evaluation's).
 _RL_ONLY = ("num_generations", "kl_coef", "clip_ratio", "temperature")
@@ -197,7 +197,7 @@ def _reserved(norm: str, reserved: tuple[str, ...]) -> bool:
 def _usable(key: str, value: object) -> bool:
     if value in (None, "", []) or isinstance(value, bool):
         return False
-    if isinstance(value, str) and ("${" in value or _POSITIONAL_ONLY.fullmatch(value.strip())):
+    if isinstance(value, str) and ("${" in value or POSITIONAL_ONLY.fullmatch(value.strip())):
         return False  # an interpolation the config reader could not resolve, or only "the caller's 3rd argument"
     if key in _TEXT_SETTINGS:
         return isinstance(value, str | list)

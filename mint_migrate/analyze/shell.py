@@ -47,7 +47,8 @@ _ARITH_UPDATE = re.compile(r"\s*(?:([A-Za-z_]\w*)\s*([-+*/%]?=)(?!=)\s*(.+?)|(?:
                            r"|([A-Za-z_]\w*)\s*(\+\+|--))\s*", re.S)
 _WRAPPERS = {"nohup", "time", "exec", "sudo", "nice", "stdbuf", "srun", "env"}
 _DECLARE = {"export", "declare", "local", "readonly", "typeset"}
-_POSITIONAL_ONLY = re.compile(r"\$(\d|\{\d+\}|@|\*)")
+# A value that is only a positional parameter (`"$3"`): "the caller's third argument", nothing more.
+POSITIONAL_ONLY = re.compile(r"\$(\d|\{\d+\}|@|\*)")
 _PROGRAMS = {"torchrun", "deepspeed", "accelerate", "ray", "trl", "uv", "poetry", "pipenv", *_WRAPPERS}
 
 
@@ -398,7 +399,7 @@ class Arg:
         """`literal`, for a setting the plan shows (a model, a dataset): not when the value is only a
         positional parameter (`"$3"` says nothing but "the caller's third argument")."""
         value = self.literal(level)
-        if value is not None and self.value is None and _POSITIONAL_ONLY.fullmatch(self.raw.strip()):
+        if value is not None and self.value is None and POSITIONAL_ONLY.fullmatch(self.raw.strip()):
             return None
         return value
 
