@@ -50,6 +50,20 @@ def _params(**kw):
     return NS(**{"stop": [], "max_tokens": 10, "temperature": 1.0, "top_k": -1, "top_p": 1.0, "seed": 0, **kw})
 
 
+def _run_joining(engine, decoder, requests, joined_at):
+    """Step `decoder` until every request has reported, adding requests[i] before the steps
+    `joined_at` names; the results by request, and whether two requests ever shared a cohort."""
+    results: dict[int, dict] = {}
+    step, shared = 0, False
+    while step in joined_at or decoder.pending():
+        for i in joined_at.get(step, []):
+            decoder.add(engine.sample_request(*requests[i], report=lambda payload, i=i: results.__setitem__(i, payload)))
+        decoder.step()
+        shared |= any(len(c.requests) > 1 for c in decoder.cohorts)
+        step += 1
+    return results, shared
+
+
 @pytest.fixture(scope="module", params=["tiny", "tiny-30m"])
 def engine(request, tmp_path_factory):
     threads = torch.get_num_threads()
@@ -81,17 +95,9 @@ def test_batched_sampling_equals_each_request_alone_bit_for_bit(engine):
     alone = [engine.sample(*r) for r in requests]
     assert any(len(set(len(s["tokens"]) for s in a["sequences"])) > 1 for a in alone), "some rows should stop early"
 
-    results: dict[int, dict] = {}
     decoder = engine.new_decoder(max_decode_rows=5, admit_window=0.0)
     joined_at = {0: [0, 1, 2, 7], 2: [3], 3: [4, 5, 6]}  # decoder step -> requests added before it
-    shared_cohort = False
-    step = 0
-    while step in joined_at or decoder.pending():
-        for i in joined_at.get(step, []):
-            decoder.add(engine.sample_request(*requests[i], report=lambda payload, i=i: results.__setitem__(i, payload)))
-        decoder.step()
-        shared_cohort |= any(len(c.requests) > 1 for c in decoder.cohorts)
-        step += 1
+    results, shared_cohort = _run_joining(engine, decoder, requests, joined_at)
     assert shared_cohort == engine._merge_cohorts  # requests 0-2 (prompts of 7 tokens) shared a cohort
     assert [results[i] for i in range(len(requests))] == alone
 
@@ -205,14 +211,7 @@ def test_cohorts_at_different_lengths_equal_each_request_alone_on_any_thread_cou
         alone = [engine.sample(*r) for r in requests]
         decoder = engine.new_decoder(prefix_cache_bytes=64 << 20, admit_window=0.0)
         assert _served(decoder, engine, (a1, history, 1, _params(max_tokens=1), False, 0))  # fills the prefix cache
-        results: dict[int, dict] = {}
-        step, joined = 0, False
-        while step in joined_at or decoder.pending():
-            for i in joined_at.get(step, []):
-                decoder.add(engine.sample_request(*requests[i], report=lambda payload, i=i: results.__setitem__(i, payload)))
-            decoder.step()
-            joined |= any(len(c.requests) > 1 for c in decoder.cohorts)
-            step += 1
+        results, joined = _run_joining(engine, decoder, requests, joined_at)
     finally:
         torch.set_num_threads(saved)
     assert [results[i] for i in range(len(requests))] == alone

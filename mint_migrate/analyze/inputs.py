@@ -259,8 +259,8 @@ def _compose_for_missing_script(project: Project) -> None:
     project.hydra = compose(root.path.parent, root.path.name, command_flags(missing[0]), project.label_for)
 
 
-# How far above a launcher the folder it is run from may be: `scripts/train.sh` run from the
-# project's root, `examples/x/scripts/sft.sh` from `examples/x`.
+# How far above an input the folder its paths are written from may be: `scripts/train.sh` run from
+# the project's root, `examples/x/scripts/sft.sh` from `examples/x`.
 _LAUNCH_DEPTH = 3
 
 

@@ -6,7 +6,7 @@ and per-role `--actor.adam.lr` for PPO). Both spellings are read; the tool says 
 """
 
 from mint_migrate.analyze.evidence import Evidence, Level, Value
-from mint_migrate.analyze.inputs import Project, add_file
+from mint_migrate.analyze.inputs import Project
 from mint_migrate.analyze.pycommon import (
     TEACHER_FLAG,
     estimator_algorithm,
@@ -259,18 +259,12 @@ def _reward(project: Project, flags: dict[str, Arg], ev: Evidence) -> None:
                 "function in train.py, or port its logic to Python.", remote.loc)
         return
     ev.setting("reward_functions", remote.with_value([f"{target}:reward_func"]))
-    reward_file = project.find(target)
-    if reward_file is None:
-        for base in {f.path.parent for f in project.files}:
-            candidate = base / target
-            if candidate.is_file():
-                reward_file = add_file(project, candidate, auto=True)
-                break
-    info = reward_file.python.functions.get("reward_func") if reward_file and reward_file.python else None
-    if reward_file is not None and reward_file.python is not None and info is None:
-        ev.warn("REWARD_FN_MISSING", f"{reward_file.label} defines no reward_func; OpenRLHF would fail to load it.",
+    module = reward_file(project, target)  # the same file read_task gives train.py
+    info = module.python.functions.get("reward_func") if module and module.python else None
+    if module is not None and module.python is not None and info is None:
+        ev.warn("REWARD_FN_MISSING", f"{module.label} defines no reward_func; OpenRLHF would fail to load it.",
                 remote.loc)
-    ev.construct("reward_func(queries, prompts, labels)", reward_file.python.at(info.line) if info else remote.loc,
+    ev.construct("reward_func(queries, prompts, labels)", module.python.at(info.line) if info else remote.loc,
                  "reward_fn(prompt, completion, row) -> float in train.py",
                  "OpenRLHF returns {'rewards': ...}; MinT's reward is one float per completion")
 
