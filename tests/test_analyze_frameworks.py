@@ -1068,3 +1068,141 @@ def test_an_early_easyr1_launch_names_its_kl_loss_built_in_scorer_and_episodes(t
     assert (s.kl_coef.value, s.kl_coef.source) == (1e-2, "run.sh:3")  # the KL loss's, not algorithm.kl_coef 0.0
     assert s.reward_functions.value == ["vision_reasoner"] and s.num_epochs.value == 1
     assert plan.reward.status == "placeholder"  # a scorer built into the framework: no module to call
+
+
+@pytest.mark.parametrize("module, algorithm", [("acme.rl.dpo_trainer", "dpo"),
+                                               ("acme.reward_modeling_trainer", "reward_model"),
+                                               ("transformers", "sft")])
+def test_a_hf_style_trainer_imported_from_the_projects_own_module_is_what_the_module_is_named_for(
+        tmp_path, module, algorithm):
+    plan = plan_of(tmp_path, "train.py", f"""
+        import transformers
+        from {module} import Trainer
+
+        parser = transformers.HfArgumentParser((transformers.TrainingArguments,))
+        (training_args,) = parser.parse_args_into_dataclasses()
+        model = transformers.AutoModelForCausalLM.from_pretrained("Qwen/Qwen2.5-0.5B")
+        trainer = Trainer(model=model, args=training_args)
+        trainer.train()
+        """)
+    assert (plan.framework, plan.algorithm) == ("pytorch", algorithm)
+
+
+def test_a_launch_of_a_missing_script_with_a_teacher_model_is_distillation(tmp_path):
+    plan = plan_of(tmp_path, "run_opd.sh", """
+        torchrun --nproc_per_node 2 training/opd_training.py \\
+            --model_name_or_path Qwen/Qwen2.5-0.5B-Instruct \\
+            --teacher_model_name_or_path Qwen/Qwen2.5-7B-Instruct \\
+            --max_prompt_length 1024 \\
+            --learning_rate 5e-5
+        """)
+    assert (plan.framework, plan.algorithm) == ("trl", "distillation")
+    assert plan.settings.base_model.value == "Qwen/Qwen2.5-0.5B-Instruct"
+
+
+@pytest.mark.parametrize("name, algorithm", [("SPPOTrainer", "dpo"), ("GaudiSFTTrainer", "sft")])
+def test_a_trainer_whose_name_only_ends_like_a_trl_acronym_is_not_that_trainer(tmp_path, name, algorithm):
+    plan = plan_of(tmp_path, "run.py", f"""
+        from trl import ModelConfig
+        from trainer import {name}
+
+        trainer = {name}(model="mistralai/Mistral-7B-Instruct-v0.2", beta=0.01)
+        trainer.train()
+        """)
+    assert plan.algorithm == algorithm
+
+
+def test_a_tinker_loop_asking_one_sample_at_a_time_per_group_member_with_a_beta_weighed_kl(tmp_path):
+    plan = plan_of(tmp_path, "grpo.py", """
+        import chz
+        import tinker
+        from tracker import HistoryTracker
+
+        @chz.chz
+        class Config:
+            model_name: str = "Qwen/Qwen3-4B-Instruct-2507"
+            group_size: int = 4
+            num_steps: int = 20
+            beta: float = 0.04
+
+        def evaluate(client, prompts, params):
+            return [client.sample(prompt=p, num_samples=1, sampling_params=params) for p in prompts]
+
+        def main(config: Config):
+            tc = tinker.ServiceClient().create_lora_training_client(base_model=config.model_name, rank=8)
+            tracker = HistoryTracker()
+            for step in range(config.num_steps):
+                futures = []
+                for prompt in prompts:
+                    group = []
+                    for _ in range(config.group_size):
+                        group.append(sc.sample(prompt=prompt, num_samples=1, sampling_params=params))
+                    futures.append(group)
+                rewards = tracker.calculate_rewards(texts, answers)
+                rewards = [r - config.beta * kl for r, kl in zip(rewards, kls)]
+                advantages = [r - sum(rewards) / len(rewards) for r in rewards]
+                tc.forward_backward(data, loss_fn="importance_sampling")
+        """)
+    s = plan.settings
+    assert plan.algorithm == "grpo"
+    assert (s.num_generations.value, s.num_generations.source) == (4, "grpo.py:8")
+    assert (s.kl_coef.value, s.beta) == (0.04, None)  # a policy-gradient loop's beta weighs its KL
+    assert s.reward_functions.value == ["tracker.calculate_rewards"]
+
+
+def test_an_early_verl_fork_puts_its_kl_in_the_reward_and_names_samples_per_agent_and_its_reward(tmp_path):
+    plan = plan_of(tmp_path, "train_ppo.sh", """
+        python3 -m verl.trainer.main_ppo \\
+            data.train_files=data/train.parquet \\
+            actor_rollout_ref.model.path=Qwen/Qwen2.5-3B \\
+            actor_rollout_ref.actor.ppo_micro_batch_size=64 \\
+            actor_rollout_ref.rollout.n_agent=5 \\
+            critic.optim.lr=1e-5 \\
+            algorithm.kl_ctrl.kl_coef=0.001 \\
+            trainer.reward_function=f1
+        """)
+    s = plan.settings
+    assert (s.num_generations.value, s.kl_coef.value, s.reward_functions.value) == (5, 0.001, ["f1"])
+
+
+def test_a_current_verl_launch_leaves_an_unswitched_in_reward_kl_off(tmp_path):
+    plan = plan_of(tmp_path, "train_ppo.sh", """
+        python3 -m verl.trainer.main_ppo \\
+            data.train_files=data/train.parquet \\
+            actor_rollout_ref.model.path=Qwen/Qwen2.5-3B \\
+            actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=4 \\
+            algorithm.kl_ctrl.kl_coef=0.001
+        """)
+    assert plan.settings.kl_coef is None
+
+
+def test_an_empty_folder_variable_that_starts_a_path_is_kept_for_the_user_to_fill(tmp_path):
+    plan = plan_of(tmp_path, "train.sh", """
+        export HDFS_MODEL_PATH=""  # to be replaced
+        EXTRA=""
+        python3 -m verl.trainer.main_ppo \\
+            data.train_files=$HDFS_MODEL_PATH/data/train.parquet \\
+            actor_rollout_ref.model.path=$HDFS_MODEL_PATH/Qwen2.5-7B$EXTRA \\
+            algorithm.adv_estimator=grpo
+        """)
+    assert plan.settings.base_model.value == "$HDFS_MODEL_PATH/Qwen2.5-7B"
+
+
+def test_a_bare_model_flag_naming_a_checkpoint_is_the_base_model(tmp_path):
+    plan = plan_of(tmp_path, "sft.py", """
+        import argparse
+        from trl import SFTConfig, SFTTrainer
+        import verifiers as vf
+
+        def main(args):
+            model, tokenizer = vf.get_model_and_tokenizer(args.model)
+            trainer = SFTTrainer(model=model, args=SFTConfig(learning_rate=args.learning_rate), train_dataset=ds)
+            trainer.train()
+
+        if __name__ == "__main__":
+            parser = argparse.ArgumentParser()
+            parser.add_argument("--model", "-m", type=str, default="willcb/Qwen3-1.7B")
+            parser.add_argument("--learning-rate", type=float, default=2e-5)
+            main(parser.parse_args())
+        """)
+    assert (plan.settings.base_model.value, plan.settings.base_model.source) == ("willcb/Qwen3-1.7B", "sft.py:12")

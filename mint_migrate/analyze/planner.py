@@ -111,6 +111,9 @@ _FILLABLE = ("base_model", "dataset", "learning_rate", "per_device_batch_size", 
              "lora.target_modules")
 
 
+# A hub id or a folder (`Qwen/Qwen3-8B`, `/ckpt/llama-7b`, `$MODEL_ROOT/qwen`), not a config file.
+_MODEL_ID = re.compile(r"[\w.$/{}~-]*/[\w.${}-]+/?(?<!\.yaml)(?<!\.yml)(?<!\.json)(?<!\.py)")
+
 _TEXT_SETTINGS = ("base_model", "dataset", "lora.target_modules")
 # Sampling and policy-loss settings: a training setting only in an RL run (in an SFT script a
 # `temperature` is its evaluation's).
@@ -138,6 +141,11 @@ def _fill_from_harvest(ev: Evidence, stated: list[Stated], reserved: tuple[str, 
             or ev.harvested("beta", lambda s: id(s) not in unread and not s.incidental and _usable("beta", s.value))
         if best is not None:
             ev.setting("beta", best)
+    if ev.best("base_model") is None:  # a bare `--model` / `model=` that names a checkpoint, not an object
+        best = ev.harvested_where(lambda s: s.norm == "model" and isinstance(s.value, str) and not s.incidental
+                                  and id(s) not in unread and _MODEL_ID.fullmatch(s.value) is not None)
+        if best is not None:
+            ev.setting("base_model", best)
     for key in _FILLABLE:
         if ev.best(key) is not None or (lora_off and key.startswith("lora.")) or (key in _RL_ONLY and not rl) \
                 or (key == "kl_coef" and kl_off):

@@ -275,15 +275,37 @@ def teacher_warning(ev: Evidence, teacher: str, loc: Loc | None) -> None:
 
 
 def called_reward(src: PySource) -> Value | None:
-    """The reward function a loop calls itself (`rewards.append(reward(text, answer))`): a function
-    of the file named for rewards, called from outside any reward, evaluation or test function;
-    its name, at its first such call."""
+    """The reward function a loop calls itself (`rewards.append(reward(text, answer))`, or a method of
+    the project's own scorer, `tracker.calculate_rewards(texts, answers)`): a call named for rewards,
+    made from outside any reward, evaluation or test function; its name as written, at its first
+    such call."""
     for call in sorted(src.calls, key=lambda c: c.loc.line):
-        if call.name not in src.functions or "reward" not in call.name.lower():
+        if "reward" not in call.name.lower() or in_evaluation(src, call) or "reward" in _caller_name(src, call):
             continue
-        caller = src.function_of(call.scope) if call.scope is not None else None
-        caller_name = caller.name.rsplit(".", 1)[-1].lower() if caller is not None else ""
-        if not any(word in caller_name for word in ("reward", "eval", "valid", "test", "benchmark")):
+        written = dotted_name(call.node.func) or call.name
+        if call.name in src.functions:
             return Value([call.name], call.loc)
+        if "." in written and _project_object(src, written.split(".", 1)[0]):
+            return Value([written], call.loc)
     return None
+
+
+# Libraries whose objects have reward-named methods that are not the run's reward (logging, tensors).
+_LIBRARY_ROOTS = {"torch", "numpy", "np", "wandb", "logging", "math", "statistics", "tinker", "tinker_cookbook",
+                  "transformers", "trl", "datasets", "verl", "openrlhf", "ray", "json", "os", "self"}
+
+
+def _project_object(src: PySource, root: str) -> bool:
+    """`tracker` in `tracker.calculate_rewards(...)`: a local object or a project module, not a library."""
+    return root not in _LIBRARY_ROOTS and src.qualify(root).split(".", 1)[0] not in _LIBRARY_ROOTS
+
+
+def _caller_name(src: PySource, call: CallSite) -> str:
+    caller = src.function_of(call.scope) if call.scope is not None else None
+    return caller.name.rsplit(".", 1)[-1].lower() if caller is not None else ""
+
+
+def in_evaluation(src: PySource, call: CallSite) -> bool:
+    """A call made by an evaluation, validation or test function: not the training's own step."""
+    return any(word in _caller_name(src, call) for word in ("eval", "valid", "test", "benchmark"))
 

@@ -140,6 +140,11 @@ def _hf_trainer(src: PySource, ev: Evidence) -> None:
             if key in FIELDS:
                 ev.setting(FIELDS[key], value)
     for call in src.calls_named(*_HF_TRAINERS):
+        module = src.qualify(call.name).rpartition(".")[0]
+        named = algorithm_in_name(module.rpartition(".")[2]) if module and module != "transformers" else None
+        if named is not None:  # `from alpaca_farm.rl.dpo_trainer import Trainer`: the project's own trainer
+            ev.vote(named, call.loc, f"{call.name} from {module}: what its module is named for", 2)
+            continue
         ev.vote("sft", call.loc, f"transformers {call.name} on a causal LM (the model's own next-token loss)", 2)
         ev.construct(f"{call.name}(model, args=TrainingArguments(...))", call.loc,
                      "training loop: forward_backward(data, 'cross_entropy') + optim_step(AdamParams)")

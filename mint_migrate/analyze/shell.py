@@ -906,6 +906,8 @@ class ShellScript:
                     fields[-1].extend(value)
                 continue
             value = self._part_value(part, positional)
+            if value is not None and not value.chars and _placeholder_prefix(parts, part):
+                value = None  # `HDFS_MODEL_PATH=""  # to be replaced` ... `$HDFS_MODEL_PATH/Qwen2.5-7B`: the user's
             if value is None:
                 fields[-1].add(self._written(part, positional), part.line, unresolved=True)
                 keep[-1] = True
@@ -1395,6 +1397,15 @@ class ShellScript:
 # `$(dirname "$0")`, `$(cd "$(dirname "$0")/.." && pwd)`: the script's own folder (and below it)
 _OWN_DIR = re.compile(r'\$\(\s*dirname\s+"?\$\{?0\}?"?\s*\)'
                       r'|\$\(\s*cd\s+"?\$\(\s*dirname\s+"?\$\{?0\}?"?\s*\)(/[^"$`()]*)?"?\s*&&\s*pwd\s*\)')
+
+
+def _placeholder_prefix(parts: list[Part], part: Part) -> bool:
+    """An empty variable that starts a path (`$ROOT/data/train.parquet`): a folder the script leaves
+    for its user to fill. Expanding it to "" would turn a relative path into a root one."""
+    i = next(k for k, p in enumerate(parts) if p is part)
+    after = parts[i + 1] if i + 1 < len(parts) else None
+    return (part.kind == "var" and part.op is None and part.index is None and not part.length
+            and not part.text.isdigit() and after is not None and after.kind == "lit" and after.text.startswith("/"))
 
 
 def _located(tok: Tok) -> str | None:

@@ -11,7 +11,7 @@ import libcst as cst
 
 from mint_migrate.analyze.evidence import Evidence, Level, Value
 from mint_migrate.analyze.inputs import Project
-from mint_migrate.analyze.pycommon import called_reward, dataset_calls, dataset_id
+from mint_migrate.analyze.pycommon import called_reward, dataset_calls, dataset_id, in_evaluation
 from mint_migrate.analyze.pyvalues import CallSite, PySource
 from mint_migrate.analyze.registry import Analyzer
 from mint_migrate.analyze.scalars import as_int
@@ -211,7 +211,8 @@ def _calls(src: PySource, ev: Evidence) -> None:
         elif name == "forward_backward_reverse_kl":
             ev.vote("distillation", call.loc, "mint.mint.forward_backward_reverse_kl", 3)
         elif name == "sample":
-            ev.setting("num_generations", call.kwarg("num_samples") or call.arg(1))
+            if not in_evaluation(src, call):
+                ev.setting("num_generations", _samples_per_prompt(src, call))
             ev.construct(f"{call.name}(prompt, num_samples, sampling_params)", call.loc,
                          "sample_async(...) in async code (one await); sample(...).result() in sync code")
         elif call.name == "SamplingParams":
@@ -238,10 +239,46 @@ def _calls(src: PySource, ev: Evidence) -> None:
         ev.vote(LOSSES[loss.value], loss.loc, f"loss_fn='{loss.value}'", 2)
     _sampled_policy_gradient(src, ev)
     vote = ev.algorithm()
-    if ev.best("reward_functions") is None and vote is not None and vote.algorithm in ("grpo", "reinforce", "ppo"):
-        ev.setting("reward_functions", called_reward(src))
+    if vote is not None and vote.algorithm in ("grpo", "reinforce", "ppo"):
+        if ev.best("reward_functions") is None:
+            ev.setting("reward_functions", called_reward(src))
+        if "beta" in ev.candidates and ev.best("kl_coef") is None:  # a policy-gradient loop's `beta` weighs its KL
+            ev.candidates["kl_coef"] = ev.candidates.pop("beta")
     if loss is not None and loss.value in {"gspo"}:
         ev.set_variant("gspo", loss.loc)
+
+
+# Loops that repeat a run, not a prompt's samples: their count is never a group size.
+_RUN_LOOPS = ("step", "epoch", "batch", "iter", "round", "episode", "turn", "problem", "prompt", "question")
+
+
+def _samples_per_prompt(src: PySource, call: CallSite) -> Value | None:
+    """`num_samples`, or, when a loop asks one sample at a time (`[sample(p, num_samples=1) for _ in
+    range(group_size)]`), the count of the innermost loop around the call that repeats it."""
+    asked = call.kwarg("num_samples") or call.arg(1)
+    if asked is None or as_int(asked.value) != 1:
+        return asked
+    around = None
+    for node in iter_nodes(src.module):
+        if isinstance(node, cst.For):
+            target, count, body = node.target, node.iter, node.body
+        elif isinstance(node, cst.ListComp | cst.GeneratorExp | cst.SetComp):
+            target, count, body = node.for_in.target, node.for_in.iter, node.elt
+        else:
+            continue
+        if any(inner is call.node for inner in iter_nodes(body)):
+            around = (target, count)  # depth first: the last one found is the innermost
+    if around is None:
+        return asked
+    target, count = around
+    if not (isinstance(count, cst.Call) and dotted_name(count.func) == "range" and len(count.args) == 1):
+        return asked
+    written = (dotted_name(count.args[0].value) or "").lower()
+    used = isinstance(target, cst.Name) and target.value != "_" and any(
+        isinstance(n, cst.Name) and n.value == target.value for n in iter_nodes(call.node))
+    if used or any(word in written for word in _RUN_LOOPS):
+        return asked
+    return src.evaluate(count.args[0].value, call.scope) or asked
 
 
 # Advantages however a loop names them: `advantages`, `advs`, `_adv`.

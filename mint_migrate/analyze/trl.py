@@ -161,12 +161,7 @@ def _vote_algorithm(project: Project, ev: Evidence) -> None:
     for y in project.yamls():
         keys = set(y.yaml.keys())
         first = y.yaml.values[next(iter(y.yaml.values))].loc if y.yaml.values else Loc(y.label, 1)
-        if keys & {"num_generations", "reward_funcs", "max_completion_length"}:
-            ev.vote("grpo", first, "GRPO keys (num_generations / reward_funcs)", 1)
-        elif keys & {"desirable_weight", "undesirable_weight"}:
-            ev.vote("kto", first, "KTO keys (desirable_weight)", 1)
-        elif "beta" in keys or "max_prompt_length" in keys:
-            ev.vote("dpo", first, "preference keys (beta / max_prompt_length)", 1)
+        _vote_by_keys(keys, first, ev)
         for part in reversed(Path(y.label).with_suffix("").parts):
             hit = next((alg for word, alg in (("grpo", "grpo"), ("dpo", "dpo"), ("orpo", "orpo"), ("kto", "kto"),
                                                ("sft", "sft"), ("rloo", "reinforce"), ("reward", "reward_model"))
@@ -182,22 +177,42 @@ def _vote_algorithm(project: Project, ev: Evidence) -> None:
                 named = algorithm_in_name(call.name)
                 if named is not None and trl_class(call.name, TRAINERS) is None:
                     ev.vote(named, call.loc, f"{call.name}(...): what the trainer class's name says", 1)
-    if not any(v.weight >= 2 for v in ev.votes):  # a launch of a script that was not given: its name
+    if not any(v.weight >= 2 for v in ev.votes):  # a launch of a script that was not given: its name, else its flags
         for command, script in project.launches:
-            named = algorithm_in_name(Path(command.script).stem) if command.script and script is None else None
+            if not command.script or script is not None:
+                continue
+            named = algorithm_in_name(Path(command.script).stem)
             if named is not None:
                 ev.vote(named, command.loc, f"{command.script} (not given): what its name says", 1)
-                break
+            else:
+                _vote_by_keys(set(command_flags(command)), command.loc, ev)
+            break
     if not ev.votes:
         ev.vote("sft", None, "no trainer, config class, preference or RL keys found", 0)
 
 
+def _vote_by_keys(keys: set[str], loc: Loc, ev: Evidence) -> None:
+    """What a recipe's (or a missing script's flags') keys say the run is: a teacher model is
+    distillation (GKD's JSD `beta` and `max_new_tokens` beside it say nothing of DPO), group sampling
+    and reward functions are GRPO, desirable weights KTO, a `beta` or a prompt length preference."""
+    if keys & {"teacher_model_name_or_path", "teacher_model", "teacher_model_path"}:
+        ev.vote("distillation", loc, "a teacher model (teacher_model_name_or_path)", 1)
+    elif keys & {"num_generations", "reward_funcs", "max_completion_length"}:
+        ev.vote("grpo", loc, "GRPO keys (num_generations / reward_funcs)", 1)
+    elif keys & {"desirable_weight", "undesirable_weight"}:
+        ev.vote("kto", loc, "KTO keys (desirable_weight)", 1)
+    elif "beta" in keys or "max_prompt_length" in keys:
+        ev.vote("dpo", loc, "preference keys (beta / max_prompt_length)", 1)
+
+
 def trl_class(name: str, known: dict[str, Algorithm]) -> str | None:
     """The TRL class `name` is, also when a wrapper package prefixes it (`GaudiSFTTrainer`,
-    `UnslothGRPOTrainer`): the longest known name it ends with, after a capitalised prefix."""
+    `UnslothGRPOTrainer`): the longest known name it ends with, after a capitalised prefix that is a
+    word of its own (not the start of a longer acronym: `SPPOTrainer`, `IPPOConfig`)."""
     if name in known:
         return name
-    ends = [k for k in known if name.endswith(k) and name[: -len(k)][:1].isupper()]
+    ends = [k for k in known if name.endswith(k) and name[: -len(k)][:1].isupper()
+            and not (name[: -len(k)][-1].isupper() and k[1:2].isupper())]  # `SPPOTrainer` is not a PPOTrainer
     return max(ends, key=len) if ends else None
 
 

@@ -37,6 +37,7 @@ RL_KEYS = {
     "actor_rollout_ref.model.lora_alpha": "lora.alpha",
     "actor_rollout_ref.model.target_modules": "lora.target_modules",
     "actor_rollout_ref.rollout.n": "num_generations",
+    "actor_rollout_ref.rollout.n_agent": "num_generations",  # Search-R1's forks: samples per prompt of the agent loop
     "actor_rollout_ref.rollout.temperature": "temperature",
     # EasyR1 and its forks: verl's trainer under a `worker.` layout (rollout_batch_size is verl's
     # data.train_batch_size, worker.actor.global_batch_size its ppo_mini_batch_size)
@@ -278,7 +279,10 @@ def _rl(project: Project, config: dict[str, Value], ev: Evidence, command: Comma
         ev.setting("kl_coef", config.get("actor_rollout_ref.actor.kl_loss_coef"))
         _kl_warning(ev, "actor_rollout_ref.actor.use_kl_loss=True", config.get("actor_rollout_ref.actor.kl_loss_coef")
                     or kl_loss)
-    if kl_reward is not None and kl_reward.value is True:
+    in_reward = kl_reward is not None and kl_reward.value is True
+    if not in_reward and (kl_loss is None or kl_loss.value is not True) and _before_kl_in_reward(config):
+        in_reward = config.get("algorithm.kl_ctrl.kl_coef") is not None
+    if in_reward:
         ev.setting("kl_coef", config.get("algorithm.kl_ctrl.kl_coef"))
         _kl_warning(ev, "algorithm.use_kl_in_reward=True", config.get("algorithm.kl_ctrl.kl_coef") or kl_reward)
     _easyr1_kl(config, ev)
@@ -354,11 +358,22 @@ def _kl_warning(ev: Evidence, what: str, value: Value) -> None:
             "or drop it.", value.loc)
 
 
+def _before_kl_in_reward(config: dict[str, Value]) -> bool:
+    """verl before `algorithm.use_kl_in_reward` existed (early 2025), and the forks copied from it,
+    put the KL penalty in the reward whenever it is not in the loss. Their configs say so by micro
+    batch sizes that are not yet per GPU."""
+    if any(k.endswith("use_kl_in_reward") for k in config):
+        return False
+    return any(k.endswith((".ppo_micro_batch_size", ".log_prob_micro_batch_size")) for k in config)
+
+
 def _reward_function(project: Project, config: dict[str, Value], ev: Evidence) -> None:
     # `./reward_function/math.py:compute_score`; early versions name a built-in scorer (compute_score=math)
-    easyr1 = config.get("worker.reward.reward_function") or config.get("worker.reward.compute_score")
-    if easyr1 is not None and isinstance(easyr1.value, str):
-        ev.setting("reward_functions", easyr1.with_value([easyr1.value]))
+    # (ZeroSearch-style forks name theirs `trainer.reward_function=f1`)
+    named = config.get("worker.reward.reward_function") or config.get("worker.reward.compute_score") \
+        or config.get("trainer.reward_function")
+    if named is not None and isinstance(named.value, str):
+        ev.setting("reward_functions", named.with_value([named.value]))
     path = config.get("custom_reward_function.path")
     if path is None:
         return
