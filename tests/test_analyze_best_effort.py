@@ -151,3 +151,34 @@ def test_a_script_named_for_training_without_a_known_loop_is_guessed_but_a_utili
                  "parser.add_argument('--x', default=1)\n")
     with pytest.raises(MintMigrateError, match="no training setup found"):
         analyze(util, [])
+
+
+def test_a_launcher_that_sources_shared_flags_and_evals_a_module_launch_reads_the_modules_file(tmp_path):
+    write(tmp_path, "proj/acme/train/train.py", """
+        import transformers
+        from transformers import HfArgumentParser, Trainer, TrainingArguments
+
+        parser = HfArgumentParser((TrainingArguments,))
+        (training_args,) = parser.parse_args_into_dataclasses()
+        model = transformers.AutoModelForCausalLM.from_pretrained("Qwen/Qwen2.5-0.5B")
+        trainer = Trainer(model=model, args=training_args)
+        trainer.train()
+    """)
+    shared = write(tmp_path, "proj/scripts/train/base_args.sh", """
+        export header="torchrun --nproc_per_node 1 \\
+        -m acme.train.train"
+        export base_args="--learning_rate 2e-05 \\
+        --num_train_epochs 4"
+    """)
+    launcher = write(tmp_path, "proj/scripts/train/warmup.sh", """
+        source scripts/train/base_args.sh
+        args="$base_args --output_dir ../out/$1 2>&1 | tee train.log"
+        eval "$header" "$args"
+    """)
+    for configs in ([shared], []):  # given, or found from the project's root above the launcher
+        plan = analyze(launcher, configs)
+        assert (plan.framework, plan.algorithm) == ("pytorch", "sft")
+        assert guessed(plan) is None  # the module's file was read: nothing guessed
+        lr = plan.settings.learning_rate
+        assert (lr.value, lr.source) == (2e-05, "base_args.sh:3")
+        assert plan.settings.num_epochs.value == 4

@@ -1,9 +1,12 @@
 """Shell launch scripts: quoting, continuations, variables, $((...)) arithmetic, launchers, flags and overrides."""
 
+import shutil
+import subprocess
+
 import pytest
 
 from mint_migrate.analyze.evidence import Level, Loc, Value
-from mint_migrate.analyze.shell import ShellScript, commands_in_text
+from mint_migrate.analyze.shell import ShellScript, _eval_words, commands_in_text
 from mint_migrate.errors import MintMigrateError
 
 
@@ -549,3 +552,53 @@ def test_a_script_run_from_the_launchers_own_folder_is_found_while_its_path_stay
     assert [c.script for c in script.commands] == ["./train.py", "./../src/sft.py"]
     out = script.commands[0].args[0]
     assert out.value is None and out.raw == '$(cd "$(dirname "$0")/.." && pwd)/out'
+
+
+def test_a_sourced_file_of_shared_flags_and_an_eval_of_them_cite_the_file_and_line_they_are_written_on():
+    shared = ("export header=\"torchrun --nproc_per_node 1 \\\n"
+              "-m acme.train\"\n"
+              "export base_args=\"--learning_rate 2e-05 \\\n"
+              "--lora_target_modules q_proj v_proj \\\n"
+              "--fsdp 'full_shard auto_wrap'\"\n")
+    files = {"common/args.sh": (shared, "common/args.sh")}
+    script = ShellScript(
+        "source common/args.sh\n"
+        "data_dir=$1\n"
+        "train_files=(\"$data_dir/a.jsonl\"\n"
+        "    \"$data_dir/b.jsonl\")\n"
+        "args=\"$base_args --train_files ${train_files[@]} 2>&1 | tee train.log\"\n"
+        "eval \"$header\" \"$args\"\n",
+        "run.sh", sources=files.get)
+    assert len(script.commands) == 1
+    cmd = script.commands[0]
+    assert (cmd.program, cmd.module) == ("torchrun", "acme.train")
+    by_name = {a.name: a for a in cmd.args}
+    assert by_name["learning_rate"].value == Value(2e-05, Loc("common/args.sh", 3), Level.COMMAND)
+    assert by_name["lora_target_modules"].value.value == ["q_proj", "v_proj"]
+    assert by_name["lora_target_modules"].value.loc == Loc("common/args.sh", 4)
+    assert by_name["fsdp"].value.value == "full_shard auto_wrap"  # eval removes the quotes, keeps the word
+    files_arg = by_name["train_files"]
+    assert files_arg.value is None  # $1: only the caller knows
+    assert files_arg.literal(Level.COMMAND) == Value(["$1/a.jsonl", "$1/b.jsonl"], Loc("run.sh", 3), Level.COMMAND)
+    assert "tee" not in by_name and "train.log" not in {a.raw for a in cmd.args}
+
+
+def test_a_source_of_a_file_not_among_the_inputs_leaves_its_variables_unknown():
+    script = ShellScript("source missing.sh\npython train.py --lr $LR\n", "run.sh", sources=lambda written: None)
+    assert args_of(script.commands[0]) == {"lr": None}
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="bash is the oracle")
+@pytest.mark.parametrize("setup", [
+    'a=(x "y z" w); v="pre ${a[@]} post"',
+    'v="--fsdp \'full_shard auto_wrap\' --n 3 --tag \\"q r\\" 2>&1 | cat"',
+    'a=(one two); v="--files ${a[@]} --k=v; echo done"',
+    'b="x  y"; v="$b"" z 2>/dev/null"',
+])
+def test_assignments_joining_arrays_and_eval_splitting_agree_with_bash(setup):
+    shown = subprocess.run(["bash", "-c", f"{setup}\neval \"printf '<%s>\\n'\" \"$v\""], capture_output=True,
+                           text=True, check=True).stdout
+    script = ShellScript(f"{setup}\n", "run.sh")
+    words = [w.partial for w in _eval_words(script._texts["v"])]  # what eval hands the command, word by word
+    # only printf's lines: what follows a `;` runs as a command of its own (`echo done`)
+    assert words == [line[1:-1] for line in shown.splitlines() if line.startswith("<") and line.endswith(">")]

@@ -166,8 +166,27 @@ def load_project(source: Path, configs: list[Path]) -> Project:
         add_file(project, path, auto=False)
     if primary.yaml is not None and not any(f.python or f.shell for f in project.files):
         _find_app(project)
+    _follow_sources(project)
     _link_launches(project)
     return project
+
+
+_SOURCES = re.compile(r"^\s*(source|\.)\s+\S", re.M)
+
+
+def _follow_sources(project: Project) -> None:
+    """Launchers that `source` a shared file of variables (`source scripts/base_args.sh`): read
+    again with that file run in place, when it is an input or lies beside the launcher or in a
+    folder above it."""
+    for f in list(project.files):
+        if f.shell is None or not _SOURCES.search(f.text):
+            continue
+
+        def sourced(written: str, near: Path = f.path.parent) -> tuple[str, str] | None:
+            found = project.find(written, near) or on_disk(project, near, written, (".sh", ".bash", ".env", ""))
+            return (found.text, found.label) if found is not None and found.shell is not None else None
+
+        f.shell = ShellScript(f.text, f.label, sources=sourced)
 
 
 def _find_app(project: Project) -> None:
@@ -205,6 +224,8 @@ def _link_launches(project: Project) -> None:
             if command.script:
                 script_file = project.find(command.script, f.path.parent) \
                     or python_on_disk(project, f.path.parent, command.script)
+            elif command.module:  # `torchrun -m less.train.train`: the project's own module
+                script_file = _own_module(project, f, command.module)
             for arg in [*command.launcher_args, *command.flags()]:
                 if arg.name in CONFIG_FLAGS and arg.value is not None and isinstance(arg.value.value, str):
                     _follow_config(project, f, arg.value.value)
@@ -268,10 +289,15 @@ def python_on_disk(project: Project, near: Path, written: str) -> InputFile | No
     """A Python file a path in the inputs names (a launched script, a reward module), found in `near`
     or a folder above it (launchers usually live in `scripts/` and run from the project's root), read
     as if it had been given."""
+    return on_disk(project, near, written, (".py",))
+
+
+def on_disk(project: Project, near: Path, written: str, suffixes: tuple[str, ...]) -> InputFile | None:
+    """A file with one of `suffixes` that a path in the inputs names, found in `near` or a folder above it."""
     folder = near.resolve()
     for _ in range(_LAUNCH_DEPTH + 1):
         candidate = folder / os.path.expanduser(written)
-        if candidate.suffix == ".py" and candidate.is_file():
+        if candidate.suffix in suffixes and candidate.is_file():
             try:
                 return add_file(project, candidate, auto=True)
             except MintMigrateError:  # outside an MCP tool's read fence, or unreadable: not ours to read
@@ -280,6 +306,19 @@ def python_on_disk(project: Project, near: Path, written: str) -> InputFile | No
             break
         folder = folder.parent
     return None
+
+
+def _own_module(project: Project, launcher: InputFile, module: str) -> InputFile | None:
+    """The file of a module the launcher runs with `-m`, given or on disk above the launcher, unless
+    the module is a framework's own entry point (`verl.trainer.main_ppo`): that one is read by name,
+    even where the project vendors the framework."""
+    from mint_migrate.analyze.registry import analyzers  # the registry is built over this module
+
+    if any(module == name or module.startswith(name + ".") for a in analyzers() for name in a.imports):
+        return None
+    written = module.replace(".", "/") + ".py"
+    found = project.find(written, launcher.path.parent) or python_on_disk(project, launcher.path.parent, written)
+    return found if found is not None and found.python is not None else None
 
 
 def _launched_importer(project: Project, f: InputFile) -> InputFile | None:

@@ -25,6 +25,7 @@ and positionals.
 
 import fnmatch
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from mint_migrate.analyze.evidence import Level, Loc, Value
@@ -384,12 +385,15 @@ class Arg:
     kind: str  # "flag" | "override" | "positional"
     raw: str = ""  # the value's text as written (quotes removed), kept when it cannot be resolved
     loc: Loc | None = None  # where the value is written
+    items: list[str] | None = None  # a flag given several words (`--train_files $D/a.jsonl $D/b.jsonl`), as written
 
     def literal(self, level: Level) -> Value | None:
         """The value as written, unexpanded (`$HOME/data/train.parquet`), for path-like settings
         whose unresolved part is still worth showing."""
         if self.value is not None:
             return self.value
+        if self.items is not None and self.loc is not None:
+            return Value(list(self.items), self.loc, level)
         if not self.raw or self.loc is None:
             return None
         text = self.raw.strip()
@@ -433,9 +437,15 @@ class Command:
 class ShellScript:
     """A parsed launch script (or a usage command quoted in a docstring)."""
 
-    def __init__(self, text: str, label: str, *, first_line: int = 1, level: Level = Level.COMMAND):
+    def __init__(self, text: str, label: str, *, first_line: int = 1, level: Level = Level.COMMAND,
+                 sources: Callable[[str], tuple[str, str] | None] | None = None):
         self.label = label
         self.level = level
+        # `source common.sh`: the (text, label) of a file the inputs hold, found by the path written.
+        # Its lines are numbered from a block of their own (_SOURCED_LINES per file) so every
+        # character still knows the file it came from.
+        self._sources = sources
+        self._labels = [label]
         self.variables: dict[str, Value] = {}
         self.commands: list[Command] = []
         self.unresolved: list[tuple[Loc, str]] = []
@@ -450,6 +460,11 @@ class ShellScript:
             self._exec(self._nodes(Lexer(text, first_line, label).run()), None, 0, 0)
         except _Exit:
             pass
+
+    def _at(self, line: int) -> Loc:
+        """Where a line is: in this script, or in a file it sources."""
+        k, number = divmod(line, _SOURCED_LINES)
+        return Loc(self._labels[k], number) if 0 < k < len(self._labels) else Loc(self.label, line)
 
     # -- control flow --
 
@@ -589,7 +604,7 @@ class ShellScript:
                 value.add(str(arith(m.group(2), self._lookup)), words[0].line)
             except Unresolved:
                 return None
-            self._set(m.group(1), value, Loc(self.label, words[0].line))
+            self._set(m.group(1), value, self._at(words[0].line))
             return _arith_status(rest.partition(";")[0], self._lookup) if rest.strip() else True
         name = _literal(words[0]) if words else None
         if name is None or not NAME.fullmatch(name):
@@ -604,7 +619,7 @@ class ShellScript:
             return False if len(words) == 2 else None
         if items[0].text is None or re.search(r"\{[^{}]*(,|\.\.)[^{}]*\}", items[0].text):
             return None  # the machine's list, or a brace expansion (`{1..3}`) this reader does not make
-        self._set(name, Text(list(items[0].chars), list(items[0].spans)), Loc(self.label, words[0].line))
+        self._set(name, Text(list(items[0].chars), list(items[0].spans)), self._at(words[0].line))
         return True
 
     def _simple(self, raw: RawCommand, positional: list[Text] | None, calls: int, depth: int) -> bool | None:
@@ -642,9 +657,50 @@ class ShellScript:
         if first == "read" and raw.heredoc is not None:
             self._read(words, raw, positional)
             return None
+        if first in {"source", "."} and len(words) >= 2:
+            self._source(words, positional, calls)
+            return None
+        if first == "eval" and len(words) >= 2:
+            self._eval(words, positional)
+            return None
         assigns_only = all(_assignment(w) for w in words)
         self._command(words, positional)
         return True if assigns_only and not negate else None
+
+    def _source(self, words: list[Word], positional: list[Text] | None, calls: int) -> None:
+        """`source common.sh [args]`: the file runs here, in this shell, when the inputs hold it."""
+        fields = self._fields(words[1], positional)
+        written = fields[0].text if len(fields) == 1 else None
+        found = self._sources(written) if self._sources is not None and written else None
+        if found is None or found[1] in self._labels or calls >= _MAX_CALL_DEPTH:
+            return
+        text, label = found
+        self._labels.append(label)
+        offset = (len(self._labels) - 1) * _SOURCED_LINES
+        try:
+            commands = Lexer(text, offset + 1, label).run()
+        except MintMigrateError:
+            return  # a file we cannot read: its variables stay unknown
+        args = [t for w in words[2:] for t in self._fields(w, positional)] if len(words) > 2 else positional
+        self._exec(self._nodes(commands), args, calls + 1, 0)
+
+    def _eval(self, words: list[Word], positional: list[Text] | None) -> None:
+        """`eval "$header" "$training_args"`: the arguments joined by blanks, read as a command
+        again. What the variables held is already expanded, so this splits it into words, removes
+        its quotes and stops where a pipe or a redirection begins (`2>&1 | tee train.log`)."""
+        joined = Text()
+        for k, field_ in enumerate(t for w in words[1:] for t in self._fields(w, positional)):
+            if k:
+                joined.add(" ", words[0].line)
+            joined.extend_with_spans(field_)
+        toks = [self._tok(word, words[0], literal_key=False) for word in _eval_words(joined)]
+        env: dict[str, Value] = {}
+        while toks and toks[0].key is not None and toks[0].literal_key is False and NAME.fullmatch(toks[0].key):
+            env[toks[0].key] = self._value_of(toks.pop(0))  # `eval "VAR=1 python train.py"`
+        if toks and not self._inline_script(toks, positional):
+            command = self._launch(toks, env, launchers=[])
+            if command is not None:
+                self.commands.append(command)
 
     def _test(self, words: list[Word], positional: list[Text] | None) -> bool | None:
         """`[ ... ]`, `test ...`, `[[ ... ]]` and `(( ... ))` over what the script has set: true,
@@ -692,7 +748,7 @@ class ShellScript:
             return None
         text = Text()
         text.add(str(value), line)
-        self._set(name, text, Loc(self.label, line))
+        self._set(name, text, self._at(line))
         if m.group(6):  # i++: the status is the value before
             return value - step != 0
         return value != 0
@@ -770,7 +826,7 @@ class ShellScript:
         while chars and chars[-1][0] in " \t\n":
             chars.pop()
         name, line = names[0]
-        self._set(name, value, Loc(self.label, line))
+        self._set(name, value, self._at(line))
 
     def _export(self, name: str) -> None:
         """What the launcher hands its children, kept as written where only the machine knows it
@@ -801,14 +857,14 @@ class ShellScript:
         else:
             self.partial.pop(name, None)
         # a variable copied whole from another keeps the original definition line
-        where = Loc(self.label, value.line()) if value.line() is not None and text else loc
+        where = self._at(value.line()) if value.line() is not None and text else loc
         self.variables[name] = Value(text, where, self.level)
         self._texts[name] = value
 
     def _assign(self, word: Word, positional: list[Text] | None) -> None:
         """`NAME=value`, `NAME+=value`, `NAME=( words )`, `NAME+=( words )`."""
         name = _assignment(word)
-        loc = Loc(self.label, word.line)
+        loc = self._at(word.line)
         append = _ASSIGN.match(word.parts[0].text).group(2) == "+"
         if word.array is not None:
             elements = [t for w in word.array for t in self._fields(w, positional)]
@@ -820,6 +876,9 @@ class ShellScript:
             return
         fields = self._expand(_after_equals(word), positional, split=False)
         value = fields[0] if fields else Text()
+        for more in fields[1:]:  # `x="$x ${files[@]}"`: an assignment joins an array's elements with blanks
+            value.add(" ", word.line)
+            value.extend_with_spans(more)
         if append and name in self._texts:
             value = Text(self._texts[name].chars + value.chars, list(self._texts[name].spans))
         self._set(name, value, loc)
@@ -897,7 +956,7 @@ class ShellScript:
                 continue
             if part.kind == "var" and part.text in "@*" and len(part.text) == 1:
                 if positional is None:
-                    self.unresolved.append((Loc(self.label, part.line), part.raw))  # the caller's extra arguments
+                    self.unresolved.append((self._at(part.line), part.raw))  # the caller's extra arguments
                     continue
                 for k, value in enumerate(positional):
                     if k:
@@ -1129,7 +1188,7 @@ class ShellScript:
         text = value.text
         first_line = value.chars[0][1] if value.chars else word.line
         line = value.line()
-        tok = Tok(text, first_line, value.partial, Loc(self.label, line) if line is not None else None, source=value)
+        tok = Tok(text, first_line, value.partial, self._at(line) if line is not None else None, source=value)
         if text is None:
             tok.partial = value.partial
         equals = next((k for k, (c, _, unresolved) in enumerate(value.chars) if c == "=" and not unresolved), None)
@@ -1139,7 +1198,7 @@ class ShellScript:
             rest = value.cut(equals + 1)
             tok.value_text = rest.text
             rest_line = rest.line()
-            tok.key_value_loc = Loc(self.label, rest_line) if rest_line is not None else None
+            tok.key_value_loc = self._at(rest_line) if rest_line is not None else None
             if rest.text is None:
                 tok.value_partial = rest.partial
         return tok
@@ -1156,7 +1215,7 @@ class ShellScript:
             leading.append(word)
             name = _assignment(word)
             value = self._expand(_after_equals(word), positional, split=False) if word.array is None else []
-            assignments.append((name, value[0] if value else Text(), Loc(self.label, word.line)))
+            assignments.append((name, value[0] if value else Text(), self._at(word.line)))
         if not words:
             for word in leading:
                 self._assign(word, positional)
@@ -1164,7 +1223,7 @@ class ShellScript:
         for name, value, loc in assignments:  # what only the machine knows is kept as written, as for exports
             line = value.line()
             env[name] = Value(value.partial if value.text is None else value.text,
-                              Loc(self.label, line) if line is not None and value.text else loc, self.level)
+                              self._at(line) if line is not None and value.text else loc, self.level)
         head = _literal(words[0])
         if head in _DECLARE:
             options = {_literal(w) for w in words[1:] if (_literal(w) or "").startswith("-")}
@@ -1188,7 +1247,7 @@ class ShellScript:
         if self._inline_script(toks, positional):
             return
         if (toks[0].text or "").startswith("--") and self.commands:
-            self.stray_flags.append(Loc(self.label, toks[0].line))
+            self.stray_flags.append(self._at(toks[0].line))
         command = self._launch(toks, env, launchers=[])
         if command is not None:
             self.commands.append(command)
@@ -1214,7 +1273,7 @@ class ShellScript:
         return True
 
     def _value_of(self, tok: Tok) -> Value:
-        loc = Loc(self.label, tok.line)
+        loc = self._at(tok.line)
         if tok.value_text is None:
             self.unresolved.append((loc, tok.raw))
             return Value(tok.value_partial or "", loc, self.level)  # kept as written, as for exports
@@ -1236,7 +1295,7 @@ class ShellScript:
         if not toks or toks[0].text is None:
             return None
         program = toks[0].text.rsplit("/", 1)[-1]
-        start = Loc(self.label, toks[0].line)
+        start = self._at(toks[0].line)
         rest = toks[1:]
         if _PYTHON.match(program):
             return self._python(rest, start, env, launchers)
@@ -1306,7 +1365,7 @@ class ShellScript:
                 options.append(self._flag_arg(toks[i + 1], text, toks[i + 1].text, toks[i + 1].value_loc))
                 i += 2
             else:
-                loc = Loc(self.label, tok.line)
+                loc = self._at(tok.line)
                 options.append(Arg(_norm(text), text, Value(True, loc, self.level), "flag", loc=loc))
                 i += 1
         if i >= len(toks) or _located(toks[i]) is None:
@@ -1322,12 +1381,12 @@ class ShellScript:
         return command
 
     def _flag_arg(self, tok: Tok, flag: str, text: str | None, var_loc: Loc | None) -> Arg:
-        loc = var_loc or Loc(self.label, tok.line)
+        loc = var_loc or self._at(_written_line(tok) if text is None else tok.line)
         raw = tok.raw.split("=", 1)[1] if tok.raw.startswith("-") and "=" in tok.raw else tok.raw
         if text is None and (tok.value_partial if tok.raw.startswith("-") and "=" in tok.raw else tok.partial):
             raw = tok.value_partial if tok.raw.startswith("-") and "=" in tok.raw else tok.partial
         if text is None:
-            self.unresolved.append((Loc(self.label, tok.line), tok.raw))
+            self.unresolved.append((self._at(tok.line), tok.raw))
             return Arg(_norm(flag), flag, None, "flag", _unquote(raw), loc)
         return Arg(_norm(flag), flag, Value(parse_scalar(text), loc, self.level), "flag", _unquote(raw), loc)
 
@@ -1358,36 +1417,38 @@ class ShellScript:
                     values.append(toks[j])
                     j += 1
                 if not values:
-                    loc = Loc(self.label, tok.line)
+                    loc = self._at(tok.line)
                     args.append(Arg(_norm(raw_text), raw_text, Value(True, loc, self.level), "flag", loc=loc))
                 elif len(values) == 1:
                     args.append(self._flag_arg(values[0], raw_text, values[0].text, values[0].value_loc))
                 else:
                     if any(v.text is None for v in values):
-                        self.unresolved.append((Loc(self.label, tok.line), " ".join(v.raw for v in values)))
-                        args.append(Arg(_norm(raw_text), raw_text, None, "flag"))
+                        self.unresolved.append((self._at(tok.line), " ".join(v.raw for v in values)))
+                        written = [v.text if v.text is not None else (v.partial or v.raw) for v in values]
+                        args.append(Arg(_norm(raw_text), raw_text, None, "flag", " ".join(written),
+                                        values[0].value_loc or self._at(_written_line(values[0])), items=written))
                     else:
                         items = [parse_scalar(v.text) for v in values]
                         if not (all(isinstance(x, str) for x in items)
                                 or all(isinstance(x, int | float) and not isinstance(x, bool) for x in items)):
                             items = [v.text for v in values]  # `--x 1 -`: one type per list, as written
-                        loc = Loc(self.label, values[0].line)
+                        loc = self._at(values[0].line)
                         args.append(Arg(_norm(raw_text), raw_text, Value(items, loc, self.level), "flag", loc=loc))
                 i = j
                 continue
             if _is_override(tok):
                 m = _OVERRIDE.match(tok.key + "=")
-                loc = tok.key_value_loc or Loc(self.label, tok.line)
+                loc = tok.key_value_loc or self._at(tok.line)
                 raw = tok.value_partial or (_unquote(tok.raw.split("=", 1)[1]) if "=" in tok.raw else "")
                 if tok.value_text is None:
-                    self.unresolved.append((Loc(self.label, tok.line), tok.raw))
+                    self.unresolved.append((self._at(tok.line), tok.raw))
                     args.append(Arg(m.group(2), tok.key, None, "override", raw, loc))
                 else:
                     args.append(Arg(m.group(2), tok.key, Value(parse_scalar(tok.value_text), loc, self.level),
                                     "override", raw, loc))
                 i += 1
                 continue
-            loc = tok.value_loc or Loc(self.label, tok.line)
+            loc = tok.value_loc or self._at(tok.line)
             args.append(Arg("", "", None if tok.text is None else Value(tok.text, loc, self.level), "positional",
                             tok.raw))
             i += 1
@@ -1397,6 +1458,73 @@ class ShellScript:
 # `$(dirname "$0")`, `$(cd "$(dirname "$0")/.." && pwd)`: the script's own folder (and below it)
 _OWN_DIR = re.compile(r'\$\(\s*dirname\s+"?\$\{?0\}?"?\s*\)'
                       r'|\$\(\s*cd\s+"?\$\(\s*dirname\s+"?\$\{?0\}?"?\s*\)(/[^"$`()]*)?"?\s*&&\s*pwd\s*\)')
+
+
+_SOURCED_LINES = 10_000_000  # line numbers of the k-th sourced file start at k * this
+
+
+def _eval_words(text: Text) -> list[Text]:
+    """The words `eval` reads from already expanded text: split on blanks outside quotes, quotes
+    removed, redirections (`>log`, `2>&1`) and their targets left out, up to the first pipe or
+    command separator."""
+    words: list[Text] = []
+    current: Text | None = None
+    quote = ""
+    skip_target = False  # the next word is a redirection's target
+    chars = text.chars
+    k = 0
+
+    def finish() -> None:
+        nonlocal current, skip_target
+        if current is not None and not skip_target:
+            words.append(current)
+        elif current is not None:
+            skip_target = False
+        current = None
+
+    while k < len(chars):
+        c, line, unresolved = chars[k]
+        k += 1
+        if not unresolved and quote:
+            if c == quote:
+                quote = ""
+            else:
+                current.chars.append((c, line, unresolved))
+            continue
+        if not unresolved and c in "'\"":
+            quote = c
+            current = current or Text()
+            continue
+        if not unresolved and c in " \t\n":
+            finish()
+            continue
+        if not unresolved and c in "<>":
+            if current is not None and current.partial.isdigit():
+                current = None  # `2>&1`: the 2 names a stream, it is no word
+            finish()
+            while k < len(chars) and chars[k][0] in "<>&|" and not chars[k][2]:
+                k += 1
+            if k < len(chars) and chars[k - 1][0] == "&" and chars[k][0].isdigit():
+                k += 1  # `>&1`: a stream, not a file word
+            else:
+                skip_target = True
+            continue
+        if not unresolved and c in ";|&":
+            finish()
+            return words
+        current = current or Text()
+        current.chars.append((c, line, unresolved))
+    finish()
+    return words
+
+
+def _written_line(tok: Tok) -> int:
+    """Where a partly unresolved word is written: the line of its first character this script
+    spells out itself (`$DATA/train/cot.jsonl`: the line holding `/train/cot.jsonl`), not the line
+    that set the unknown variable in front of it."""
+    if tok.source is None:
+        return tok.line
+    return next((line for _c, line, unresolved in tok.source.chars if not unresolved), tok.line)
 
 
 def _placeholder_prefix(parts: list[Part], part: Part) -> bool:
