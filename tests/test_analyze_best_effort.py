@@ -182,3 +182,98 @@ def test_a_launcher_that_sources_shared_flags_and_evals_a_module_launch_reads_th
         lr = plan.settings.learning_rate
         assert (lr.value, lr.source) == (2e-05, "base_args.sh:3")
         assert plan.settings.num_epochs.value == 4
+
+
+@pytest.mark.parametrize("script, algorithm", [("open_instruct/finetune.py", "sft"),
+                                               ("open_instruct/dpo_tune_cache.py", "dpo")])
+def test_a_launch_of_a_missing_accelerate_no_trainer_loop_is_a_pytorch_guess_not_trl(tmp_path, script, algorithm):
+    launcher = write(tmp_path, "proj/scripts/run.sh", f"""
+        accelerate launch --mixed_precision bf16 --num_processes 8 {script} \\
+            --model_name_or_path allenai/tulu-2-7b \\
+            --use_slow_tokenizer \\
+            --per_device_train_batch_size 1 \\
+            --learning_rate 5e-7 \\
+            --num_train_epochs 3 \\
+            --with_tracking
+    """)
+    plan = analyze(launcher, [])
+    assert (plan.framework, plan.algorithm) == ("pytorch", algorithm)
+    assert "no_trainer" in guessed(plan)
+    assert plan.settings.learning_rate.value == 5e-7
+
+
+def test_a_missing_no_trainer_loop_handed_only_a_yaml_is_known_by_the_yaml_keys(tmp_path):
+    config = write(tmp_path, "proj/configs/sft.yaml", """
+        model_name_or_path: meta-llama/Llama-2-7b-hf
+        use_slow_tokenizer: true
+        learning_rate: 1.0e-04
+        num_train_epochs: 5
+    """)
+    launcher = write(tmp_path, "proj/scripts/run.sh", """
+        accelerate launch --num_processes 2 open_instruct/finetune.py "$2"
+    """)
+    plan = analyze(launcher, [config])
+    assert (plan.framework, plan.algorithm) == ("pytorch", "sft") and guessed(plan) is not None
+
+
+def test_a_script_handing_its_run_to_a_trainer_module_of_its_own_reads_that_module_from_disk(tmp_path):
+    write(tmp_path, "proj/grpo.py", """
+        import torch
+
+        class GRPO:
+            def __init__(self, model, group_size=8, lr=5e-6):
+                self.model, self.group_size = model, group_size
+                self.optimizer = torch.optim.AdamW(model.parameters(), lr=lr)
+
+            def train(self):
+                for step in range(100):
+                    out = self.model.generate(prompts, num_return_sequences=self.group_size)
+                    rewards = reward(out)
+                    advantages = (rewards - rewards.mean()) / rewards.std()
+                    loss = -(advantages * logps).mean()
+                    loss.backward()
+                    self.optimizer.step()
+    """)
+    script = write(tmp_path, "proj/train.py", """
+        from transformers import AutoModelForCausalLM
+        from grpo import GRPO
+
+        model = AutoModelForCausalLM.from_pretrained("Qwen/Qwen2.5-0.5B-Instruct")
+        trainer = GRPO(model, group_size=8)
+        trainer.train()
+    """)
+    plan = analyze(script, [])
+    assert (plan.framework, plan.algorithm) == ("pytorch", "grpo")
+    assert plan.settings.base_model.value == "Qwen/Qwen2.5-0.5B-Instruct"
+
+
+def test_a_loop_calling_a_preference_loss_it_imports_and_a_scalar_head_on_pairs(tmp_path):
+    kto = write(tmp_path, "kto/train_kto.py", """
+        import torch
+        from transformers import AutoModelForCausalLM
+        from src.dpo.loss import sequence_logps, kto_loss
+
+        model = AutoModelForCausalLM.from_pretrained("Qwen/Qwen2.5-0.5B")
+        optimizer = torch.optim.AdamW(model.parameters(), lr=5e-6)
+        for batch in loader:
+            des, undes, kl = kto_loss(sequence_logps(model(batch).logits, batch), ref, beta=0.1)
+            loss = torch.cat([des, undes]).mean()
+            loss.backward()
+            optimizer.step()
+    """)
+    assert analyze(kto, []).algorithm == "kto"
+    rm = write(tmp_path, "rm/train_rm.py", """
+        import torch.nn as nn
+        from transformers import AutoModelForSequenceClassification, Trainer, TrainingArguments
+
+        model = AutoModelForSequenceClassification.from_pretrained("meta-llama/Llama-3.1-8B", num_labels=1)
+
+        class PairTrainer(Trainer):
+            def compute_loss(self, model, inputs):
+                chosen, rejected = model(**inputs["chosen"]).logits, model(**inputs["rejected"]).logits
+                return -nn.functional.logsigmoid(chosen - rejected).mean()
+
+        trainer = PairTrainer(model=model, args=TrainingArguments(output_dir="out", learning_rate=2e-6))
+        trainer.train()
+    """)
+    assert analyze(rm, []).algorithm == "reward_model"

@@ -137,7 +137,7 @@ def test_transformers_trainer_is_a_pytorch_sft(tmp_path):
         ("remax", "reinforce", "remax", False),
         ("grpo_passk", "grpo", "grpo_passk", False),
         ("opo", "grpo", "opo", False),
-        ("made_up_estimator", "other", "made_up_estimator", False),
+        ("made_up_estimator", "grpo", "made_up_estimator", False),  # over groups of 4, no critic: GRPO's family
     ],
 )
 def test_verl_estimators(tmp_path, estimator, algorithm, variant, critic):
@@ -152,6 +152,16 @@ def test_verl_estimators(tmp_path, estimator, algorithm, variant, critic):
     assert (plan.framework, plan.algorithm, plan.variant) == ("verl", algorithm, variant)
     assert ("CRITIC_GAE" in codes(plan)) == critic
     assert plan.mint.kind == "grpo"  # an unknown estimator is still RL: the GRPO scaffold
+
+
+def test_verl_unknown_estimator_without_groups_is_other_and_a_launcher_named_for_grpo_is_grpo(tmp_path):
+    plan = plan_of(tmp_path, "run.sh", "python3 -m verl.trainer.main_ppo algorithm.adv_estimator=made_up\n")
+    assert (plan.algorithm, plan.variant) == ("other", "made_up")
+    plan = plan_of(tmp_path, "train_grpo.sh", """
+        python3 -m verl.trainer.main_ppo data.train_batch_size=64 critic.optim.lr=1e-5 \\
+            actor_rollout_ref.model.path=Qwen/Qwen3-8B
+        """)
+    assert plan.algorithm == "grpo" and "CRITIC_GAE" not in codes(plan)  # the fork's own config picks the estimator
 
 
 def test_verl_without_an_estimator_is_gae_by_default(tmp_path):
@@ -579,7 +589,7 @@ def test_a_hydra_dpo_app_whose_trainer_module_reads_the_overridden_config(tmp_pa
 
 
 @pytest.mark.parametrize(("estimator", "algorithm"), [("drgrpo_token", "grpo"), ("rloo_token_mean", "reinforce"),
-                                                      ("my_estimator", "other")])
+                                                      ("my_estimator", "grpo")])  # groups of 4, no critic
 def test_a_forks_own_estimator_is_read_by_what_its_name_says(tmp_path, estimator, algorithm):
     plan = plan_of(tmp_path, "run.sh", f"""
         python3 -m verl.trainer.main_ppo algorithm.adv_estimator={estimator} \\

@@ -20,6 +20,9 @@ from mint_migrate.frameworks import framework_list
 # A launch of a script that was not given still says TRL when it passes TRL's own flags.
 _TRL_FLAGS = {"model_name_or_path", "per_device_train_batch_size", "num_generations", "max_completion_length",
               "dataset_name", "use_peft", "lora_r", "gradient_accumulation_steps", "num_train_epochs"}
+# Flags of accelerate's `*_no_trainer.py` example scripts, the hand-written loop most projects copy
+# (open-instruct's finetune.py and dpo_tune.py among them): not TrainingArguments fields.
+_NO_TRAINER_FLAGS = {"with_tracking", "checkpointing_steps", "use_slow_tokenizer", "resume_from_checkpoint_dir"}
 
 
 @dataclass(frozen=True)
@@ -113,6 +116,12 @@ def _from_shell(project: Project, primary: InputFile) -> Detected:
         return Detected(_from_companions(project)[0], command.loc)
     if (command.script or command.module) and script is None:
         flags = {a.name for a in command.flags()}
+        handed = flags | {key for y in project.yamls() for key in y.yaml.values if "." not in key}
+        if handed & _NO_TRAINER_FLAGS:
+            return _guess(project, command.loc, f"{command.loc} runs {command.target}, which was not given; its flags "
+                          f"({sorted(handed & _NO_TRAINER_FLAGS)[0]}) are those of accelerate's hand-written "
+                          "`no_trainer` loop, not TrainingArguments: the plan is read from the launch's flags. Pass "
+                          f"it with --config {command.target} to read the training code")
         if flags & _TRL_FLAGS:
             return Detected("trl", command.loc)
         for y in project.yamls():  # the config it is handed says whose it is

@@ -167,8 +167,32 @@ def load_project(source: Path, configs: list[Path]) -> Project:
     if primary.yaml is not None and not any(f.python or f.shell for f in project.files):
         _find_app(project)
     _follow_sources(project)
+    _follow_own_trainer(project)
     _link_launches(project)
     return project
+
+
+def _follow_own_trainer(project: Project) -> None:
+    """A script that hands its run to a trainer of the project's own (`from grpo import GRPO` ...
+    `GRPO(...).train()`, `from om_rl.training.trainer import train` ... `train(config)`): the module
+    that holds it, found beside the script or in a folder above, is read as if it had been given."""
+    src = project.primary.python
+    if src is None:
+        return
+    called = {c.name for c in src.calls}
+    for local, qualified in src.imports.items():
+        module = qualified.rpartition(".")[0]
+        if not module or local not in called or not ("train" in local.lower() or _names_an_algorithm(local)):
+            continue
+        written = module.replace(".", "/") + ".py"
+        if project.find(written, project.primary.path.parent) is None:
+            python_on_disk(project, project.primary.path.parent, written)
+
+
+def _names_an_algorithm(name: str) -> bool:
+    from mint_migrate.analyze.pycommon import algorithm_in_name  # pycommon reads inputs' types
+
+    return algorithm_in_name(name) is not None
 
 
 _SOURCES = re.compile(r"^\s*(source|\.)\s+\S", re.M)

@@ -195,7 +195,8 @@ def function_names(node: cst.BaseExpression | None, src: PySource, scope) -> lis
 _NAMED_ALGORITHMS = (("grpo", "grpo"), ("rloo", "reinforce"), ("reinforce", "reinforce"), ("sppo", "dpo"),
                      ("ppo", "ppo"), ("orpo", "orpo"), ("kto", "kto"), ("simpo", "dpo"), ("dpo", "dpo"), ("ipo", "dpo"),
                      ("cpo", "dpo"), ("preference", "dpo"), ("reward", "reward_model"), ("distil", "distillation"),
-                     ("gkd", "distillation"), ("sft", "sft"), ("supervised", "sft"))
+                     ("gkd", "distillation"), ("sft", "sft"), ("supervised", "sft"), ("finetun", "sft"),
+                     ("fine_tun", "sft"))
 
 
 # Short names that say an algorithm only as a word of their own (`RMTrainer`, `train_rm.py`), never

@@ -280,7 +280,13 @@ def _algorithm(src: PySource, ev: Evidence) -> None:
     calls = {c.name for c in src.calls}
     text = src.text.lower()
     first = {c.name: c.loc for c in reversed(src.calls)}
-    if "logsigmoid" in calls and ("chosen" in text or "rejected" in text):
+    trained = trained_model_call(src)
+    scorer = trained if trained is not None and "ForSequenceClassification" in (dotted_name(trained.node.func) or "") \
+        else None
+    if scorer is not None and ("chosen" in text or "rejected" in text):  # the trained model: a scalar head on pairs
+        ev.vote("reward_model", scorer.loc, "a sequence-classification head trained on chosen/rejected pairs "
+                "(a Bradley-Terry reward model)", 4)
+    elif "logsigmoid" in calls and ("chosen" in text or "rejected" in text):
         ev.vote("dpo", first["logsigmoid"], "logsigmoid(beta * (chosen - rejected)) loss", 3)
     elif "kl_div" in calls and "teacher" in text:
         ev.vote("distillation", first["kl_div"], "kl_div(student, teacher) loss", 3)
@@ -305,11 +311,28 @@ def _algorithm(src: PySource, ev: Evidence) -> None:
     elif _hydra_loss_group(src) is not None:
         algorithm, where, what = _hydra_loss_group(src)
         ev.vote(algorithm, where, f"the hydra config group selected: {what}", 2)
+    elif (named := _imported_loss(src)) is not None:
+        algorithm, name, where = named
+        ev.vote(algorithm, where, f"{name}(...): the project's own loss, named for {algorithm}", 3)
     elif calls & {"cross_entropy", "CrossEntropyLoss", "nll_loss"} or _uses_model_loss(src):
         loc = next((first[n] for n in ("cross_entropy", "CrossEntropyLoss", "nll_loss") if n in first), None)
         ev.vote("sft", loc or _loss_loc(src), "token cross-entropy loss", 2)
     else:
         ev.vote("other", None, "the loss does not match SFT, DPO, distillation or policy-gradient shapes", 0)
+
+
+def _imported_loss(src: PySource) -> tuple[str, str, Loc] | None:
+    """`from src.dpo.loss import kto_loss`: a loss the loop imports from the project's own module, whose
+    body is not in the inputs; what its name says (the DPO and KTO losses people write by hand)."""
+    for local, qualified in src.imports.items():
+        if "loss" not in local.lower() or qualified.split(".", 1)[0] in {"torch", "transformers", "trl", "peft"}:
+            continue
+        algorithm = algorithm_in_name(local)
+        if algorithm is None or algorithm == "sft":
+            continue
+        used = [c.loc for c in src.calls if c.name == local]
+        return algorithm, local, used[0] if used else src.imports_module(qualified.rsplit(".", 1)[0]) or Loc(src.label, 1)
+    return None
 
 
 _SAMPLER_CALLS = {"generate", "sample", "sample_async", "SamplingParams", "LLM", "multinomial"}

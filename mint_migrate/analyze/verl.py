@@ -5,9 +5,11 @@ Settings are hydra keys. A YAML config (the trainer config, or a user config pas
 hydra. Key names and defaults follow verl's `ppo_trainer.yaml` / `sft_trainer.yaml`.
 """
 
+from pathlib import PurePosixPath
+
 from mint_migrate.analyze.evidence import Evidence, Level, Loc, Value
 from mint_migrate.analyze.inputs import InputFile, Project, add_file
-from mint_migrate.analyze.pycommon import estimator_algorithm, infra_imports, server_side
+from mint_migrate.analyze.pycommon import algorithm_in_name, estimator_algorithm, infra_imports, server_side
 from mint_migrate.analyze.pyvalues import PySource
 from mint_migrate.analyze.registry import Analyzer
 from mint_migrate.analyze.scalars import as_int, as_number
@@ -233,13 +235,23 @@ def _first_loc(project: Project) -> Loc:
 def _rl(project: Project, config: dict[str, Value], ev: Evidence, command: Command | None) -> None:
     where = command.loc if command else _first_loc(project)
     estimator = config.get("algorithm.adv_estimator")
+    samples = next((config[k] for k in ("actor_rollout_ref.rollout.n", "actor_rollout_ref.rollout.n_agent",
+                                        "worker.rollout.n") if k in config), None)
+    grouped = samples is not None and (as_int(samples.value) or 0) > 1
+    named = None
     if estimator is not None:
         algorithm, variant = estimator_algorithm(str(estimator.value), ESTIMATORS)
+        if algorithm == "other" and grouped and not any(k.startswith("critic.") for k in config):
+            algorithm = "grpo"  # a fork's own estimator over groups of samples, with no critic: GRPO's family
         ev.vote(algorithm, estimator.loc, f"algorithm.adv_estimator={estimator.value}", 3)
         ev.extra("kind_hint", Value("grpo", estimator.loc))
         ev.set_variant(variant, estimator.loc)
     else:
         ev.vote("ppo", where, "verl's default estimator is gae (PPO with a critic)", 2)
+        launcher = PurePosixPath(where.path).stem if command is not None else ""
+        named = algorithm_in_name(launcher) if launcher else None
+        if named in ("grpo", "reinforce"):  # `train_grpo.sh` of a fork whose own config sets the estimator
+            ev.vote(named, where, f"{where.path} names it, and no adv_estimator is stated", 3)
     target = (command.module or command.script or "") if command else ""
     if target.startswith("recipe."):
         recipe = target.split(".")[1]
@@ -289,7 +301,8 @@ def _rl(project: Project, config: dict[str, Value], ev: Evidence, command: Comma
 
     # critic / GAE
     critic_keys = [k for k in config if k.startswith("critic.")]
-    if estimator is None or estimator.value == "gae" or critic_keys:
+    if (estimator is None and named not in ("grpo", "reinforce")) or (estimator is not None and estimator.value == "gae") \
+            or (critic_keys and named not in ("grpo", "reinforce")):
         loc = estimator.loc if estimator is not None else (config[critic_keys[0]].loc if critic_keys else where)
         ev.warn("CRITIC_GAE", "GAE advantages need a critic (value model), and MinT has none. The migration uses a "
                 "group baseline instead: several samples per prompt (rollout.n), advantage = reward - group mean "
