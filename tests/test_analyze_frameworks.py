@@ -1196,6 +1196,19 @@ def test_an_empty_folder_variable_that_starts_a_path_is_kept_for_the_user_to_fil
             algorithm.adv_estimator=grpo
         """)
     assert plan.settings.base_model.value == "$HDFS_MODEL_PATH/Qwen2.5-7B"
+    plan = plan_of(tmp_path, "laser.sh", """
+        MODEL=""
+        CLIP_RATIO=0.2
+        CLIP_RATIO_LOW=0.18
+        MODEL_NAME_OR_PATH=$MODEL
+        python3 -m verl.trainer.main_ppo algorithm.adv_estimator=grpo \\
+            actor_rollout_ref.model.path=$MODEL_NAME_OR_PATH \\
+            actor_rollout_ref.actor.clip_ratio=$CLIP_RATIO \\
+            actor_rollout_ref.actor.clip_ratio_low=$CLIP_RATIO_LOW
+        """)
+    s = plan.settings
+    assert (s.base_model.value, s.base_model.source) == ("$MODEL_NAME_OR_PATH", "laser.sh:4")  # left to fill
+    assert (s.clip_ratio.value, s.clip_ratio.source) == (0.18, "laser.sh:3")  # verl prefers clip_ratio_low
 
 
 def test_a_bare_model_flag_naming_a_checkpoint_is_the_base_model(tmp_path):
@@ -1216,3 +1229,110 @@ def test_a_bare_model_flag_naming_a_checkpoint_is_the_base_model(tmp_path):
             main(parser.parse_args())
         """)
     assert (plan.settings.base_model.value, plan.settings.base_model.source) == ("willcb/Qwen3-1.7B", "sft.py:12")
+
+
+def test_a_data_files_format_builder_a_not_used_placeholder_and_a_run_named_data_path(tmp_path):
+    plan = plan_of(tmp_path, "train.py", """
+        import argparse
+        from datasets import load_dataset
+        from trl import GRPOConfig, GRPOTrainer
+
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--data_path", default="data/train_128.parquet")
+        args = parser.parse_args()
+
+        def load(path):
+            return load_dataset("parquet", data_files={"train": path}, split="train")
+
+        def main():
+            reward_fn = make_reward_fn("binary")
+            GRPOTrainer(model="Qwen/Qwen3-1.7B", reward_funcs=[reward_fn], args=GRPOConfig(output_dir="o"),
+                        train_dataset=load(args.data_path)).train()
+        """)
+    s = plan.settings
+    assert (s.dataset.value, s.dataset.source) == ("data/train_128.parquet", "train.py:6")  # never "parquet"
+    assert s.reward_functions.value == ["reward_fn"]  # what the list holds, not the factory that built it
+    plan = plan_of(tmp_path, "run.sh", """
+        torchrun --nproc_per_node 8 grpo_rec.py \\
+            --model_name_or_path Qwen/Qwen2.5-VL-3B-Instruct \\
+            --dataset_name this_is_not_used \\
+            --data_file_paths /data/refcoco_train.jsonl \\
+            --num_generations 8
+        """)
+    assert plan.settings.dataset.value == "/data/refcoco_train.jsonl"
+    plan = plan_of(tmp_path, "run2.sh", """
+        accelerate launch ./train_grpo.py --model_name Qwen/Qwen2.5-7B-Instruct \\
+            --grpo_data_path ../data/grpo.json --eval_data_path ../data/eval.json --num_generations 16
+        """)
+    assert plan.settings.dataset.value == "../data/grpo.json"
+
+
+def test_a_loop_summing_two_reward_functions_and_calling_what_a_factory_returns(tmp_path):
+    plan = plan_of(tmp_path, "loop.py", """
+        import torch
+
+        def main():
+            def reward_correct(q, a):
+                return 1.0
+
+            def reward_format(q, a):
+                return 0.5
+
+            model = load_policy("Qwen/Qwen2.5-0.5B")
+            optimizer = torch.optim.AdamW(model.parameters(), lr=1e-6)
+            for step in range(10):
+                answers = model.generate(prompts, num_return_sequences=8)
+                rewards = [reward_correct(q, a) + reward_format(q, a) for q, a in zip(prompts, answers)]
+                advantages = [r - sum(rewards) / len(rewards) for r in rewards]
+                loss = -(torch.tensor(advantages) * logps).mean()
+                loss.backward()
+                optimizer.step()
+        """)
+    assert plan.settings.reward_functions.value == ["reward_correct", "reward_format"]
+
+
+def test_a_tinker_loop_reading_its_own_yaml_takes_only_the_sections_it_reads_and_a_rank_only_lora(tmp_path):
+    plan = plan_of(tmp_path, "train_tinker.py", """
+        import argparse
+        import yaml
+        import tinker
+        from tinker import types
+
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--config", default="hyperparams.yaml")
+        parser.add_argument("--quick_test", action="store_true")
+        parser.add_argument("--beta", type=float, default=0.04)
+        args = parser.parse_args()
+        config = yaml.safe_load(open(args.config))
+        print(args.beta)
+
+        client = tinker.ServiceClient().create_lora_training_client(
+            base_model=config["model"]["name"], rank=config["lora"]["rank"])
+        training = config["training"]
+        for step in range(training["max_steps"]):
+            client.forward_backward(batch, loss_fn="cross_entropy")
+            client.optim_step(types.AdamParams(learning_rate=training["learning_rate"]))
+
+        def show(sampler, prompt):
+            return sampler.sample(prompt, num_samples=1, sampling_params=types.SamplingParams(max_tokens=256))
+        """, ("hyperparams.yaml", """
+        model:
+          name: meta-llama/Llama-3.1-8B
+        lora:
+          rank: 8
+          alpha: 16
+          target_modules: all_linear_layers
+        training:
+          learning_rate: 1.0e-4
+          max_steps: 1000
+          gradient_accumulation_steps: 1
+        quick_test:
+          max_steps: 50
+        """))
+    s = plan.settings
+    assert plan.algorithm == "sft"
+    assert (s.base_model.value, s.base_model.source) == ("meta-llama/Llama-3.1-8B", "hyperparams.yaml:2")
+    assert (s.max_steps.value, s.max_steps.source) == (1000, "hyperparams.yaml:9")  # not the quick_test profile
+    assert s.lora.value.model_dump(exclude_none=True) == {"rank": 8}  # a Tinker LoRA takes a rank only
+    assert s.gradient_accumulation_steps is None  # stated, never read by the loop
+    assert s.max_response_length is None and s.beta is None and s.kl_coef is None  # a look at samples; a printed beta

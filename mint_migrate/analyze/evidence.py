@@ -6,6 +6,7 @@ a literal in the training code beats the command line, which beats a config file
 usage example in a docstring, which beats a default written in the script (argparse/dataclass).
 """
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import IntEnum
@@ -54,6 +55,9 @@ class AlgorithmVote:
     weight: int
 
 
+NOT_USED = re.compile(r"(^|[^a-z])(not[_ -]?used|unused|placeholder|dummy)($|[^a-z])", re.I)
+
+
 @dataclass
 class Evidence:
     """Collects what one framework analyzer found across all input files."""
@@ -71,8 +75,12 @@ class Evidence:
     meaning_of: Callable[[str, str], Any] | None = None
 
     def setting(self, key: str, value: Value | None) -> None:
-        """Offer a value for a Settings key (or a lora part). None values say nothing and are dropped."""
+        """Offer a value for a Settings key (or a lora part). None values say nothing and are dropped,
+        and so does a dataset or model whose name says it is not used (`--dataset_name this_is_not_used`
+        beside the flag the script really reads)."""
         if value is None or value.value is None or value.value == "":
+            return
+        if key in ("dataset", "base_model") and isinstance(value.value, str) and NOT_USED.search(value.value):
             return
         self.candidates.setdefault(key, []).append(value)
 

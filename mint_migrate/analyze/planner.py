@@ -8,7 +8,7 @@ from pathlib import Path
 
 from mint_migrate.analyze import choices, confirm, coverage, ledger, optimizer, task
 from mint_migrate.analyze.detect import detect
-from mint_migrate.analyze.evidence import Evidence, Level, Value
+from mint_migrate.analyze.evidence import NOT_USED, Evidence, Level, Value
 from mint_migrate.analyze.harvest import Stated, harvest
 from mint_migrate.analyze.inputs import Project, load_project
 from mint_migrate.analyze.pycommon import server_side
@@ -111,12 +111,14 @@ _FILLABLE = ("base_model", "dataset", "learning_rate", "per_device_batch_size", 
              "lora.target_modules")
 
 
+_MODEL_NAMES = ("model", "model.name", "model.id", "model.name_or_path")
 # A hub id or a folder (`Qwen/Qwen3-8B`, `/ckpt/llama-7b`, `$MODEL_ROOT/qwen`), not a config file.
 _MODEL_ID = re.compile(r"[\w.$/{}~-]*/[\w.${}-]+/?(?<!\.yaml)(?<!\.yml)(?<!\.json)(?<!\.py)")
 
 _TEXT_SETTINGS = ("base_model", "dataset", "lora.target_modules")
 # Sampling and policy-loss settings: a training setting only in an RL run (in an SFT script a
 # `temperature` is its evaluation's).
+_SAMPLING_CALLS = ("SamplingParams", "SampleParams", "GenerationConfig", "generate", "sample")
 _RL_ONLY = ("num_generations", "kl_coef", "clip_ratio", "temperature")
 
 
@@ -141,8 +143,9 @@ def _fill_from_harvest(ev: Evidence, stated: list[Stated], reserved: tuple[str, 
             or ev.harvested("beta", lambda s: id(s) not in unread and not s.incidental and _usable("beta", s.value))
         if best is not None:
             ev.setting("beta", best)
-    if ev.best("base_model") is None:  # a bare `--model` / `model=` that names a checkpoint, not an object
-        best = ev.harvested_where(lambda s: s.norm == "model" and isinstance(s.value, str) and not s.incidental
+    if ev.best("base_model") is None:  # a bare `--model` / `model.name` that names a checkpoint, not an object
+        best = ev.harvested_where(lambda s: s.norm.lower() in _MODEL_NAMES and isinstance(s.value, str)
+                                  and not s.incidental
                                   and id(s) not in unread and _MODEL_ID.fullmatch(s.value) is not None)
         if best is not None:
             ev.setting("base_model", best)
@@ -151,7 +154,8 @@ def _fill_from_harvest(ev: Evidence, stated: list[Stated], reserved: tuple[str, 
                 or (key == "kl_coef" and kl_off):
             continue
         best = ev.harvested(key, lambda s, key=key: not _reserved(s.norm, reserved) and _usable(key, s.value)
-                            and not s.incidental and id(s) not in unread)
+                            and not s.incidental and id(s) not in unread
+                            and (rl or s.owner not in _SAMPLING_CALLS))  # SFT/DPO sample only to look
         if best is not None:
             ev.setting(key, best)
             if key == "lora.rank" and "used_lora" not in ev.extras:
@@ -168,10 +172,18 @@ def _unread(project: Project, stated: list[Stated]) -> set[int]:
     for s in stated:
         if s.kind != "config" or not s.loc.path.endswith((".yaml", ".yml")):
             continue
-        leaf = re.escape(s.norm.rsplit(".", 1)[-1])
-        read = re.compile(rf"['\"]{leaf}['\"]|\.{leaf}\b")  # `config["training"]["lr"]`, `cfg.training.lr`
-        if not any(read.search(t) for t in texts):
-            unread.add(id(s))
+        # every part of the path is named (`config["training"]["lr"]`, `cfg.training.lr`): a profile
+        # the code never selects (`quick_test.max_steps`) is not read, even when its leaf is
+        parts = s.norm.split(".")
+        for k, part in enumerate(parts):
+            name = re.escape(part)
+            # a section is read from the config itself (`config["quick_test"]`, `cfg.training`), never as
+            # another object's attribute (`args.quick_test` is a flag of the same name)
+            read = re.compile(rf"['\"]{name}['\"]|\.{name}\b" if k == len(parts) - 1
+                              else rf"['\"]{name}['\"]|\b\w*(cfg|conf|config|params|hp)\w*(\.\w+)*\.{name}\b")
+            if not any(read.search(t) for t in texts):
+                unread.add(id(s))
+                break
     return unread
 
 
@@ -208,7 +220,7 @@ def _usable(key: str, value: object) -> bool:
     if isinstance(value, str) and ("${" in value or POSITIONAL_ONLY.fullmatch(value.strip())):
         return False  # an interpolation the config reader could not resolve, or only "the caller's 3rd argument"
     if key in _TEXT_SETTINGS:
-        return isinstance(value, str | list)
+        return isinstance(value, str | list) and not (isinstance(value, str) and NOT_USED.search(value))
     if key.startswith("lora.") or key in ("num_generations", "max_steps", "num_epochs"):
         return isinstance(value, int | float) and value > 0  # 0 and -1 mean off / unset there
     return isinstance(value, int | float) and value >= 0

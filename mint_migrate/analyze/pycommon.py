@@ -95,6 +95,7 @@ def dataset_id(call: CallSite) -> Value | None:
             if isinstance(value, dict):
                 value = value.get("train", next(iter(value.values()), None))
             return files.with_value(value) if isinstance(value, str | list) else None
+        return None  # the files come from a value we could not read: "json" is a format, never the data
     return first
 
 
@@ -178,6 +179,9 @@ def function_names(node: cst.BaseExpression | None, src: PySource, scope) -> lis
         names: list[str] = []
         for element in node.elements:
             if isinstance(element, cst.Element):
+                if isinstance(element.value, cst.Name) and _built_by_a_call(element.value, src, scope):
+                    names.append(element.value.value)  # `reward_fn = make_reward_fn(...)`; `[reward_fn]`: that one
+                    continue
                 inner = function_names(element.value, src, scope)
                 if inner is None:
                     return None
@@ -189,6 +193,11 @@ def function_names(node: cst.BaseExpression | None, src: PySource, scope) -> lis
             return None  # a reward *model* (`AutoModelForSequenceClassification.from_pretrained(...)`)
         return [name.rsplit(".", 1)[-1]]
     return None
+
+
+def _built_by_a_call(node: cst.Name, src: PySource, scope) -> bool:
+    found = src.definition(node.value, scope, src.line(node))
+    return bool(found and found[0] == "assign" and isinstance(found[1].value, cst.Call))
 
 
 # What a trainer class's own name says it trains (`SimPOTrainer`, `MyGRPOTrainer`), most specific first.
@@ -279,15 +288,27 @@ def called_reward(src: PySource) -> Value | None:
     """The reward function a loop calls itself (`rewards.append(reward(text, answer))`, or a method of
     the project's own scorer, `tracker.calculate_rewards(texts, answers)`): a call named for rewards,
     made from outside any reward, evaluation or test function; its name as written, at its first
-    such call."""
-    for call in sorted(src.calls, key=lambda c: c.loc.line):
-        if "reward" not in call.name.lower() or in_evaluation(src, call) or "reward" in _caller_name(src, call):
-            continue
-        written = dotted_name(call.node.func) or call.name
-        if call.name in src.functions:
-            return Value([call.name], call.loc)
-        if "." in written and _project_object(src, written.split(".", 1)[0]):
-            return Value([written], call.loc)
+    such call, with the others its line sums (`reward_correct(q, a) + reward_format(q, a)`)."""
+    found: list[tuple[str, CallSite]] = []
+    for call in sorted(src.calls, key=lambda c: c.loc.line):  # stable: a line's calls in source order
+        if found and call.loc.line != found[0][1].loc.line:
+            break
+        name = _reward_call(src, call)
+        if name is not None and name not in [n for n, _ in found]:
+            found.append((name, call))
+    return Value([n for n, _ in found], found[0][1].loc) if found else None
+
+
+def _reward_call(src: PySource, call: CallSite) -> str | None:
+    if "reward" not in call.name.lower() or in_evaluation(src, call) or "reward" in _caller_name(src, call):
+        return None
+    written = dotted_name(call.node.func) or call.name
+    if call.assigned_to and any(dotted_name(c.node.func) == call.assigned_to for c in src.calls):
+        return None  # `reward_fn = make_reward_fn(kind)`: a factory; the loop calls what it returns
+    if call.name in src.functions or ("." not in written and call.name not in src.classes):
+        return call.name  # the file's own function, or one it imports or is handed
+    if "." in written and _project_object(src, written.split(".", 1)[0]):
+        return written
     return None
 
 

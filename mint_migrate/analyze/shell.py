@@ -966,7 +966,13 @@ class ShellScript:
                 continue
             value = self._part_value(part, positional)
             if value is not None and not value.chars and _placeholder_prefix(parts, part):
-                value = None  # `HDFS_MODEL_PATH=""  # to be replaced` ... `$HDFS_MODEL_PATH/Qwen2.5-7B`: the user's
+                # `HDFS_MODEL_PATH=""  # to be replaced` ... `$HDFS_MODEL_PATH/Qwen2.5-7B`: the user's to fill,
+                # cited where the script leaves it empty
+                known = self.variables.get(part.text)
+                line = known.loc.line if known is not None and known.loc is not None else part.line
+                fields[-1].add(self._written(part, positional), line, unresolved=True)
+                keep[-1] = True
+                continue
             if value is None:
                 fields[-1].add(self._written(part, positional), part.line, unresolved=True)
                 keep[-1] = True
@@ -1528,12 +1534,20 @@ def _written_line(tok: Tok) -> int:
 
 
 def _placeholder_prefix(parts: list[Part], part: Part) -> bool:
-    """An empty variable that starts a path (`$ROOT/data/train.parquet`): a folder the script leaves
-    for its user to fill. Expanding it to "" would turn a relative path into a root one."""
+    """An empty variable that starts a path (`$ROOT/data/train.parquet`), or that is the whole value of
+    an override (`model.path=$MODEL`): what the script leaves for its user to fill. Expanding it to ""
+    would turn a relative path into a root one, or a model into no model."""
     i = next(k for k, p in enumerate(parts) if p is part)
+    before = parts[i - 1] if i > 0 else None
     after = parts[i + 1] if i + 1 < len(parts) else None
-    return (part.kind == "var" and part.op is None and part.index is None and not part.length
-            and not part.text.isdigit() and after is not None and after.kind == "lit" and after.text.startswith("/"))
+    if not (part.kind == "var" and part.op is None and part.index is None and not part.length
+            and not part.text.isdigit()):
+        return False
+    starts_a_path = after is not None and after.kind == "lit" and after.text.startswith("/")
+    # `model.path=$MODEL` after `MODEL=""`: an override set to nothing is a value left for the user
+    whole_override = after is None and before is not None and before.kind == "lit" and before.text.endswith("=") \
+        and i == 1
+    return starts_a_path or whole_override
 
 
 def _located(tok: Tok) -> str | None:

@@ -35,7 +35,7 @@ _NAMES: dict[str, Meaning] = {
         "base_model": "model_name_or_path model_name model_path pretrain pretrained_model_name_or_path base_model "
                       "model_id policy_model_path sft_model_path hf_assets_path policy_model model_name_or_id",
         "dataset": "dataset dataset_name dataset_path train_files train_file train_data data_path dataset_id "
-                   "prompt_data train_dataset datasets dataset_mixture data_files train_file_dir",
+                   "prompt_data train_dataset datasets dataset_mixture data_files train_file_dir data_file_paths",
         "learning_rate": "learning_rate lr actor_learning_rate policy_learning_rate optim_lr",
         "per_device_batch_size": "per_device_train_batch_size micro_train_batch_size micro_batch_size "
                                  "ppo_micro_batch_size_per_gpu micro_batch_size_per_gpu local_batch_size "
@@ -208,6 +208,9 @@ _SUFFIXES: dict[str, Meaning] = {
 # Samples per prompt, however a loop words it: `NUM_ANSWERS_PER_QUESTION`, `responses_per_problem`.
 _PER_PROMPT = re.compile(r"^(num_|n_)?(answers?|responses?|completions?|generations?|samples?|rollouts?|outputs?)"
                          r"_per_(question|prompt|problem|query|input|instance|example|task)s?$")
+# Data paths named for the run they feed: `grpo_data_path`, `rm_data_path`, `sft_train_file`.
+_DATA_PATH = re.compile(r"^[a-z0-9]+_(train_)?(data|dataset)_(path|file|dir|files|paths)$|^[a-z0-9]+_train_(file|path)s?$")
+_HELD_OUT = re.compile(r"(^|_)(eval|val|valid|validation|test|dev)(_|$)")
 _SERVER_PREFIX = re.compile(r"(^|[._])(ray_init|ray_kwargs|vllm|sglang|fsdp_config|fsdp|megatron|deepspeed|"
                             r"zero_optimization|nccl|cluster|resources|slurm|accelerate|hydra|provisioner)([._]|$)")
 _SERVER_ENV = re.compile(r"^(VLLM_|NCCL_|CUDA_|PYTORCH_|TORCH_|OMP_|MKL_|RAY_|HF_HUB|TOKENIZERS_|NVTE_|"
@@ -247,6 +250,8 @@ def meaning(key: str, owner: str = "") -> Meaning | None:
             found = _constant_meaning(low)
     if found is None and _PER_PROMPT.match(low):
         found = Meaning("num_generations", "setting")
+    if found is None and _DATA_PATH.match(low) and not _HELD_OUT.search(low):
+        found = Meaning("dataset", "setting")  # `grpo_data_path`, `sft_train_file`: the run's data by another name
     lora_call = any(word in (prefix + owner.lower()) for word in ("lora", "peft", "adapter"))
     if found is not None and found.concept == "lora.rank" and low in ("r", "rank") and not lora_call:
         return None  # a bare `r`/`rank` is a LoRA rank only inside a LoRA config or a get_peft_model call

@@ -243,10 +243,17 @@ def _calls(src: PySource, ev: Evidence) -> None:
         if ev.best("reward_functions") is None:
             ev.setting("reward_functions", called_reward(src))
         if "beta" in ev.candidates and ev.best("kl_coef") is None:  # a policy-gradient loop's `beta` weighs its KL
-            ev.candidates["kl_coef"] = ev.candidates.pop("beta")
+            betas = ev.candidates.pop("beta")
+            if _WEIGHS.search(src.text):  # only when the loop multiplies by it (`reward - beta * kl`): else unused
+                ev.candidates["kl_coef"] = betas
+    if vote is not None and vote.algorithm in ("sft", "dpo"):  # its sampling only shows what the model says
+        for key in ("max_response_length", "temperature", *(("beta",) if vote.algorithm == "sft" else ())):
+            ev.candidates.pop(key, None)
     if loss is not None and loss.value in {"gspo"}:
         ev.set_variant("gspo", loss.loc)
 
+
+_WEIGHS = re.compile(r"\bbeta\s*\*|\*\s*[\w.]*\bbeta\b")
 
 # Loops that repeat a run, not a prompt's samples: their count is never a group size.
 _RUN_LOOPS = ("step", "epoch", "batch", "iter", "round", "episode", "turn", "problem", "prompt", "question")
@@ -459,5 +466,8 @@ ANALYZER = Analyzer(
     defaults=defaults,
     optimizer_defaults=optimizer_defaults,
     imports=("tinker", "tinker_cookbook", "mint"),
+    # a Tinker LoRA takes a rank only: an alpha or target modules the loop's config states configure nothing
+    reserved_names=("alpha", "lora_alpha", "target_modules", "lora_target_modules"),
+    own_config=True,  # a loop that yaml.safe_loads its own config reads only the keys it names
     detect_command=lambda command, script: (command.module or command.script or "").startswith("tinker_cookbook"),
 )

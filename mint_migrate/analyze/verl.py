@@ -266,7 +266,7 @@ def _rl(project: Project, config: dict[str, Value], ev: Evidence, command: Comma
     # the clipped objective
     low = config.get("actor_rollout_ref.actor.clip_ratio_low")
     high = config.get("actor_rollout_ref.actor.clip_ratio_high")
-    ev.setting("clip_ratio", config.get("actor_rollout_ref.actor.clip_ratio") or low)
+    ev.setting("clip_ratio", low or config.get("actor_rollout_ref.actor.clip_ratio"))  # verl's own precedence
     ev.extra("clip_low", low or config.get("actor_rollout_ref.actor.clip_ratio"))
     ev.extra("clip_high", high)
     if high is not None and (low is None or as_number(high.value) != as_number(low.value)):
