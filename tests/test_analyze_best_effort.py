@@ -277,3 +277,19 @@ def test_a_loop_calling_a_preference_loss_it_imports_and_a_scalar_head_on_pairs(
         trainer.train()
     """)
     assert analyze(rm, []).algorithm == "reward_model"
+
+
+def test_a_launcher_sourcing_the_users_shell_setup_never_reads_it(tmp_path, monkeypatch):
+    home = tmp_path / "home"
+    write(home, ".bashrc", """
+        #!/bin/bash
+        export LR=9e-9
+    """)
+    monkeypatch.setenv("HOME", str(home))
+    write(tmp_path, "proj/train.py", SFT_LOOP)
+    launcher = write(tmp_path, "proj/run.sh", """
+        source ~/.bashrc
+        python train.py --model_path Qwen/Qwen2.5-0.5B --lr ${LR:-2e-5} --epochs 1
+    """)
+    plan = analyze(launcher, [])
+    assert plan.settings.learning_rate.value == 2e-5  # the machine's value stays the machine's

@@ -207,7 +207,9 @@ def _follow_sources(project: Project) -> None:
             continue
 
         def sourced(written: str, near: Path = f.path.parent) -> tuple[str, str] | None:
-            found = project.find(written, near) or on_disk(project, near, written, (".sh", ".bash", ".env", ""))
+            found = project.find(written, near)
+            if found is None and not written.startswith(("/", "~")):  # the project's files, never ~/.bashrc
+                found = on_disk(project, near, written, (".sh", ".bash"))
             return (found.text, found.label) if found is not None and found.shell is not None else None
 
         f.shell = ShellScript(f.text, f.label, sources=sourced)
