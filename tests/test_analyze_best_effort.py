@@ -293,3 +293,20 @@ def test_a_launcher_sourcing_the_users_shell_setup_never_reads_it(tmp_path, monk
     """)
     plan = analyze(launcher, [])
     assert plan.settings.learning_rate.value == 2e-5  # the machine's value stays the machine's
+
+
+def test_a_launch_of_a_missing_alpaca_style_trainer_script_is_a_pytorch_guess(tmp_path):
+    launcher = write(tmp_path, "proj/scripts/sft.sh", """
+        torchrun --nproc_per_node 4 train.py \\
+            --model_name_or_path meta-llama/Llama-2-7b-hf \\
+            --data_path ./alpaca_data.json \\
+            --model_max_length 2048 \\
+            --per_device_train_batch_size 4 \\
+            --learning_rate 2e-5 \\
+            --num_train_epochs 3
+    """)
+    plan = analyze(launcher, [])
+    assert (plan.framework, plan.algorithm) == ("pytorch", "sft")
+    assert "transformers' Trainer" in guessed(plan)
+    s = plan.settings
+    assert (s.max_seq_length.value, s.dataset.value, s.learning_rate.value) == (2048, "./alpaca_data.json", 2e-5)

@@ -1336,3 +1336,36 @@ def test_a_tinker_loop_reading_its_own_yaml_takes_only_the_sections_it_reads_and
     assert s.lora.value.model_dump(exclude_none=True) == {"rank": 8}  # a Tinker LoRA takes a rank only
     assert s.gradient_accumulation_steps is None  # stated, never read by the loop
     assert s.max_response_length is None and s.beta is None and s.kl_coef is None  # a look at samples; a printed beta
+
+
+def test_a_function_handed_the_parsed_command_line_reads_its_defaults(tmp_path):
+    plan = plan_of(tmp_path, "train_tinker.py", """
+        import argparse
+        import tinker
+        from tinker import types
+
+        def rollout(sampler, prompts, args):
+            params = types.SamplingParams(max_tokens=args.max_completion_tokens, temperature=args.temperature)
+            return [sampler.sample(p, num_samples=args.group_size, sampling_params=params) for p in prompts]
+
+        def main(args):
+            tc = tinker.ServiceClient().create_lora_training_client(base_model=args.model, rank=args.lora_rank)
+            for step in range(args.steps):
+                groups = rollout(sc, prompts, args)
+                rewards = [reward(g) for g in groups]
+                advantages = [r - sum(rewards) / len(rewards) for r in rewards]
+                tc.forward_backward(data, loss_fn="importance_sampling")
+
+        if __name__ == "__main__":
+            parser = argparse.ArgumentParser()
+            parser.add_argument("--model", default="Qwen/Qwen3-8B")
+            parser.add_argument("--lora_rank", type=int, default=64)
+            parser.add_argument("--group_size", type=int, default=8)
+            parser.add_argument("--max_completion_tokens", type=int, default=3072)
+            parser.add_argument("--temperature", type=float, default=1.0)
+            parser.add_argument("--steps", type=int, default=100)
+            main(parser.parse_args())
+        """)
+    s = plan.settings
+    assert (s.max_response_length.value, s.max_response_length.source) == (3072, "train_tinker.py:22")
+    assert (s.num_generations.value, s.temperature.value, s.lora.value.rank) == (8, 1.0, 64)

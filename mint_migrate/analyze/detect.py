@@ -23,6 +23,9 @@ _TRL_FLAGS = {"model_name_or_path", "per_device_train_batch_size", "num_generati
 # Flags of accelerate's `*_no_trainer.py` example scripts, the hand-written loop most projects copy
 # (open-instruct's finetune.py and dpo_tune.py among them): not TrainingArguments fields.
 _NO_TRAINER_FLAGS = {"with_tracking", "checkpointing_steps", "use_slow_tokenizer", "resume_from_checkpoint_dir"}
+# Fields of the Stanford-Alpaca-style `transformers.Trainer` scripts (FastChat, Vicuna, MedicalGPT's
+# SFT): the tokenizer's `model_max_length` where TRL's configs say max_seq_length / max_length.
+_HF_TRAINER_FLAGS = {"model_max_length", "lazy_preprocess"}
 
 
 @dataclass(frozen=True)
@@ -122,6 +125,11 @@ def _from_shell(project: Project, primary: InputFile) -> Detected:
                           f"({sorted(handed & _NO_TRAINER_FLAGS)[0]}) are those of accelerate's hand-written "
                           "`no_trainer` loop, not TrainingArguments: the plan is read from the launch's flags. Pass "
                           f"it with --config {command.target} to read the training code")
+        if handed & _HF_TRAINER_FLAGS:
+            return _guess(project, command.loc, f"{command.loc} runs {command.target}, which was not given; its flags "
+                          f"({sorted(handed & _HF_TRAINER_FLAGS)[0]}) are those of a script on transformers' Trainer "
+                          "(Stanford Alpaca's and its copies'), not TRL's: the plan is read from the launch's flags. "
+                          f"Pass it with --config {command.target} to read the training code")
         if flags & _TRL_FLAGS:
             return Detected("trl", command.loc)
         for y in project.yamls():  # the config it is handed says whose it is

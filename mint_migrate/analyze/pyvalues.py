@@ -75,6 +75,10 @@ class CallSite(Call):
 # --- namespaces: what `x` is in `x.attr` ---------------------------------------------------------
 
 
+# Parameter names that carry a script's parsed command line into its functions (`def main(args)`).
+_ARGS_PARAMS = {"args", "opt", "opts", "arguments", "cli_args", "parsed_args", "flags", "hparams"}
+
+
 @dataclass
 class _ArgparseNS:
     pass
@@ -496,7 +500,11 @@ class PySource:
                 return _ConfigNS(self.hydra, "")
             if kind == "param":
                 if obj.annotation:
+                    if obj.annotation.rsplit(".", 1)[-1] == "Namespace" and self.argparse:
+                        return _ArgparseNS()  # `def train(args: argparse.Namespace)`
                     return _DataclassNS(obj.annotation.rsplit(".", 1)[-1], parsed=True)
+                if node.value in _ARGS_PARAMS and self.argparse and obj.default is None:
+                    return _ArgparseNS()  # `def main(args)`: the file's one parsed command line, handed down
                 return None
             return self._namespace_of_assignment(obj, node.value, depth)
         if isinstance(node, cst.Attribute | cst.Subscript):
