@@ -310,3 +310,47 @@ def test_a_launch_of_a_missing_alpaca_style_trainer_script_is_a_pytorch_guess(tm
     assert "transformers' Trainer" in guessed(plan)
     s = plan.settings
     assert (s.max_seq_length.value, s.dataset.value, s.learning_rate.value) == (2048, "./alpaca_data.json", 2e-5)
+
+
+@pytest.mark.parametrize("folder, flags, algorithm", [
+    ("step1_supervised_finetuning", "--lora_dim 128", "sft"),
+    ("step2_reward_model_finetuning", "--num_padding_at_beginning 1", "reward_model"),
+    ("step3_rlhf_finetuning", "--critic_model_name_or_path $2 --ppo_epochs 1", "ppo"),  # flags before folders
+])
+def test_deepspeed_chat_style_launchers_of_a_missing_main_are_pytorch_guesses_named_by_flags_or_folder(
+        tmp_path, folder, flags, algorithm):
+    launcher = write(tmp_path, f"training/{folder}/training_scripts/run.sh", f"""
+        OUTPUT=$1
+        deepspeed main.py \\
+            --data_path Dahoas/rm-static \\
+            --model_name_or_path facebook/opt-1.3b \\
+            --per_device_training_batch_size 8 \\
+            --max_seq_len 512 \\
+            --learning_rate 9.65e-6 \\
+            --num_warmup_steps 0 \\
+            --zero_stage 2 \\
+            --deepspeed {flags} \\
+            --output_dir $OUTPUT
+    """)
+    plan = analyze(launcher, [])
+    assert (plan.framework, plan.algorithm) == ("pytorch", algorithm)
+    assert guessed(plan) is not None
+    assert plan.settings.per_device_batch_size.value == 8 and plan.settings.max_seq_length.value == 512
+
+
+def test_a_missing_scripts_flag_naming_the_objective_and_empty_quoted_values_left_to_fill(tmp_path):
+    launcher = write(tmp_path, "rlhf/run.sh", """
+        MODEL_PATH=""
+        DATA_PATH=""
+        CUDA_VISIBLE_DEVICES=0,1 accelerate launch rlhf/train_rlhf.py \\
+            --model_name_or_path "$MODEL_PATH" \\
+            --dataset_name "$DATA_PATH" \\
+            --rlhf_type "DPO" \\
+            --per_device_train_batch_size 2 \\
+            --learning_rate 1e-5
+    """)
+    plan = analyze(launcher, [])
+    assert (plan.framework, plan.algorithm) == ("trl", "dpo")
+    s = plan.settings
+    assert (s.base_model.value, s.base_model.source) == ("$MODEL_PATH", "run.sh:1")  # what the user fills
+    assert (s.dataset.value, s.dataset.source) == ("$DATA_PATH", "run.sh:2")

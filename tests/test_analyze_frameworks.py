@@ -1369,3 +1369,45 @@ def test_a_function_handed_the_parsed_command_line_reads_its_defaults(tmp_path):
     s = plan.settings
     assert (s.max_response_length.value, s.max_response_length.source) == (3072, "train_tinker.py:22")
     assert (s.num_generations.value, s.temperature.value, s.lora.value.rank) == (8, 1.0, 64)
+
+
+def test_a_snapshot_download_names_the_model_and_a_predict_helpers_generation_no_length(tmp_path):
+    plan = plan_of(tmp_path, "train_qwen2.py", """
+        import torch
+        from modelscope import snapshot_download
+        from peft import LoraConfig, get_peft_model
+        from transformers import AutoModelForCausalLM, Trainer, TrainingArguments
+
+        def predict(messages, model, tokenizer):
+            return model.generate(tokenizer(messages).input_ids, max_new_tokens=512)
+
+        model_dir = snapshot_download("qwen/Qwen2-1.5B-Instruct", cache_dir="./", revision="master")
+        model = AutoModelForCausalLM.from_pretrained("./qwen/Qwen2-1___5B-Instruct/", torch_dtype=torch.bfloat16)
+        unused = LoraConfig(r=16, lora_alpha=32)
+        config = LoraConfig(r=8, lora_alpha=32)
+        model = get_peft_model(model, config)
+        trainer = Trainer(model=model, args=TrainingArguments(output_dir="out", learning_rate=1e-4))
+        trainer.train()
+        """)
+    s = plan.settings
+    assert (s.base_model.value, s.base_model.source) == ("qwen/Qwen2-1.5B-Instruct", "train_qwen2.py:9")
+    assert s.max_response_length is None  # predict() only shows what the model says
+    assert s.lora.value.rank == 8  # the LoraConfig nothing uses configures nothing
+
+
+def test_a_lora_config_whose_handover_is_commented_out_configures_nothing(tmp_path):
+    plan = plan_of(tmp_path, "grpo_demo.py", """
+        from peft import LoraConfig
+        from trl import GRPOConfig, GRPOTrainer
+
+        peft_config = LoraConfig(r=16, lora_alpha=64, target_modules=["q_proj", "v_proj"])
+        trainer = GRPOTrainer(
+            model="Qwen/Qwen2.5-0.5B-Instruct",
+            reward_funcs=[correct],
+            args=GRPOConfig(output_dir="out", num_generations=8, dataset_name="xxx"),
+            #peft_config=peft_config
+        )
+        trainer.train()
+        """)
+    assert plan.settings.lora is None
+    assert plan.settings.dataset is None  # "xxx" is a placeholder, not a dataset

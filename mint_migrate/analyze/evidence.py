@@ -55,7 +55,7 @@ class AlgorithmVote:
     weight: int
 
 
-NOT_USED = re.compile(r"(^|[^a-z])(not[_ -]?used|unused|placeholder|dummy)($|[^a-z])", re.I)
+NOT_USED = re.compile(r"(^|[^a-z])(not[_ -]?used|unused|placeholder)($|[^a-z])|^x{3,}$", re.I)
 
 
 @dataclass

@@ -41,6 +41,7 @@ class Stated:
     level: Level
     kind: Kind
     owner: str = ""  # the call a keyword is given to (`AdamW`), the class of a field, the launcher
+    discarded: bool = False  # said to a call whose result nothing uses (a LoraConfig never handed over)
 
     @property
     def norm(self) -> str:
@@ -50,7 +51,7 @@ class Stated:
     def incidental(self) -> bool:
         """Said to a call that may serve something beside the training (a tokenizer call inside the
         loss or a reward, an evaluator's builder): a ledger item, never a canonical setting's value."""
-        return self.kind == "keyword" and (self.owner in KEYWORD_CALLS or "eval" in self.owner.lower())
+        return self.kind == "keyword" and (self.owner in KEYWORD_CALLS or "eval" in self.owner.lower() or self.discarded)
 
 
 def normalise(key: str) -> str:
@@ -426,7 +427,7 @@ def _call_items(src: PySource, call: CallSite, *, named_only: bool = False) -> l
         if value is None or value.value is None or not (_plain(value.value) or _flat_dict(value.value)):
             continue
         out.append(Stated(arg.keyword.value, value.value, value.loc, max(value.level, Level.DEFAULT), "keyword",
-                          owner=owner))
+                          owner=owner, discarded=call.name == "LoraConfig" and call.discarded()))
     if named_only:
         return out
     position = _POSITIONAL.get(call.name)

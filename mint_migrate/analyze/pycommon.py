@@ -223,6 +223,39 @@ def algorithm_in_name(name: str) -> str | None:
     return next((_NAMED_WORDS[w.lower()] for w in words if w.lower() in _NAMED_WORDS), None)
 
 
+def vote_by_keys(keys: set[str], loc: Loc, ev: Evidence) -> None:
+    """What a recipe's (or a missing script's flags') keys say the run is: a teacher model is
+    distillation (GKD's JSD `beta` and `max_new_tokens` beside it say nothing of DPO), an actor with a
+    critic PPO, group sampling and reward functions GRPO, desirable weights KTO, a `beta` or a prompt
+    length preference."""
+    if keys & {"teacher_model_name_or_path", "teacher_model", "teacher_model_path"}:
+        ev.vote("distillation", loc, "a teacher model (teacher_model_name_or_path)", 1)
+    elif keys & {"critic_model_name_or_path", "critic_model_path", "critic_pretrain", "ppo_epochs"}:
+        ev.vote("ppo", loc, "an actor and a critic model (critic_model_name_or_path)", 1)
+    elif keys & {"num_generations", "reward_funcs", "max_completion_length"}:
+        ev.vote("grpo", loc, "GRPO keys (num_generations / reward_funcs)", 1)
+    elif keys & {"desirable_weight", "undesirable_weight"}:
+        ev.vote("kto", loc, "KTO keys (desirable_weight)", 1)
+    elif "beta" in keys or "max_prompt_length" in keys:
+        ev.vote("dpo", loc, "preference keys (beta / max_prompt_length)", 1)
+
+
+# Keys whose value names the objective: LLaMA-Factory's `stage: dpo`, `--task_type sft`, `--rlhf_type DPO`.
+_OBJECTIVE_KEYS = {"stage", "task_type", "rlhf_type", "train_type", "training_type", "algorithm", "algo",
+                   "trainer_type", "train_stage", "training_stage", "loss_type_name"}
+
+
+def vote_by_values(values: dict[str, Value], ev: Evidence) -> bool:
+    """A key that names the objective outright (`--rlhf_type DPO`, `stage: rm`): that objective."""
+    for key, value in values.items():
+        if key.rsplit(".", 1)[-1] in _OBJECTIVE_KEYS and isinstance(value.value, str):
+            algorithm = algorithm_in_name(value.value) or _NAMED_WORDS.get(value.value.lower())
+            if algorithm is not None:
+                ev.vote(algorithm, value.loc, f"{key}={value.value}", 2)
+                return True
+    return False
+
+
 def trainer_runs(src: PySource) -> list[CallSite]:
     """`trainer = SimPOTrainer(...)` ... `trainer.train()`: the script hands its run to a trainer
     class (transformers' or the project's own), which `train()` starts."""
@@ -312,14 +345,17 @@ def _reward_call(src: PySource, call: CallSite) -> str | None:
     return None
 
 
-# Libraries whose objects have reward-named methods that are not the run's reward (logging, tensors).
-_LIBRARY_ROOTS = {"torch", "numpy", "np", "wandb", "logging", "math", "statistics", "tinker", "tinker_cookbook",
-                  "transformers", "trl", "datasets", "verl", "openrlhf", "ray", "json", "os", "self"}
+# Libraries whose objects have reward-named methods that are not the run's reward (logging, tensors);
+# the frameworks' own packages come from the registry.
+_LIBRARY_ROOTS = {"numpy", "np", "wandb", "logging", "math", "statistics", "datasets", "ray", "json", "os", "self"}
 
 
 def _project_object(src: PySource, root: str) -> bool:
     """`tracker` in `tracker.calculate_rewards(...)`: a local object or a project module, not a library."""
-    return root not in _LIBRARY_ROOTS and src.qualify(root).split(".", 1)[0] not in _LIBRARY_ROOTS
+    from mint_migrate.analyze.registry import analyzers  # the registry is built over this module
+
+    libraries = _LIBRARY_ROOTS | {name.split(".")[0] for a in analyzers() for name in a.imports}
+    return root not in libraries and src.qualify(root).split(".", 1)[0] not in libraries
 
 
 def _caller_name(src: PySource, call: CallSite) -> str:
@@ -328,6 +364,7 @@ def _caller_name(src: PySource, call: CallSite) -> str:
 
 
 def in_evaluation(src: PySource, call: CallSite) -> bool:
-    """A call made by an evaluation, validation or test function: not the training's own step."""
-    return any(word in _caller_name(src, call) for word in ("eval", "valid", "test", "benchmark"))
+    """A call made by an evaluation, validation, test or prediction function: not the training's own step."""
+    return any(word in _caller_name(src, call) for word in ("eval", "valid", "test", "benchmark", "predict", "infer",
+                                                              "demo"))
 

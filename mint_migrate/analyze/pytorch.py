@@ -13,7 +13,7 @@ from pathlib import PurePosixPath
 import libcst as cst
 
 from mint_migrate.analyze.evidence import Evidence, Loc, Value
-from mint_migrate.analyze.inputs import Project
+from mint_migrate.analyze.inputs import Project, command_flags
 from mint_migrate.analyze.pycommon import (
     TEACHER_FLAG,
     algorithm_in_name,
@@ -21,6 +21,7 @@ from mint_migrate.analyze.pycommon import (
     dataset_calls,
     dataset_id,
     function_names,
+    in_evaluation,
     infra_imports,
     lora_from_peft,
     model_id,
@@ -30,6 +31,8 @@ from mint_migrate.analyze.pycommon import (
     teacher_warning,
     trained_model_call,
     trainer_runs,
+    vote_by_keys,
+    vote_by_values,
 )
 from mint_migrate.analyze.pyvalues import PySource
 from mint_migrate.analyze.registry import Analyzer
@@ -95,9 +98,13 @@ def analyze(project: Project, ev: Evidence) -> None:
 
 
 def _named_algorithm(project: Project, ev: Evidence) -> None:
-    """The algorithm when the code says nothing (a guessed setup, or a loss no shape matches): what
-    the missing script, the files, the trainers and the configs are named for, in that order."""
-    names = [(PurePosixPath(c.script).stem, c.loc) for c, script in project.launches if c.script and script is None]
+    """The algorithm when the code says nothing (a guessed setup, or a loss no shape matches): a flag
+    of the missing script that names it outright, else what the missing script, the files, the
+    trainers and the configs are named for, then the missing script's flags and its folders."""
+    missing = [c for c, script in project.launches if (c.script or c.module) and script is None]
+    if missing and vote_by_values(command_flags(missing[0]), ev):  # `--task_type dpo`
+        return
+    names = [(PurePosixPath(c.script).stem, c.loc) for c in missing if c.script]
     names += [(f.path.stem, Loc(f.label, 1)) for f in project.files if f.python or f.shell]
     names += [(c.name, c.loc) for f in project.pythons() for c in trainer_runs(f.python)]
     names += [(f.path.stem, Loc(f.label, 1)) for f in project.yamls()]  # `loss/dpo.yaml`
@@ -106,6 +113,18 @@ def _named_algorithm(project: Project, ev: Evidence) -> None:
         if algorithm is not None:
             ev.vote(algorithm, loc, f"named for it: {name}", 1)
             return
+    if missing:  # the flags it is handed (`--critic_model_name_or_path`), then the folders it lives in
+        vote_by_keys({a.name for a in missing[0].flags()}, missing[0].loc, ev)
+        if ev.algorithm() is not None and ev.algorithm().weight > 0:
+            return
+        launcher = project.primary.path
+        for folder in [*PurePosixPath(missing[0].script or "").parent.parts[::-1], *launcher.parent.parts[::-1][:4]]:
+            algorithm = algorithm_in_name(folder)
+            if algorithm is not None:  # `step2_reward_model_finetuning/training_scripts/run.sh`
+                ev.vote(algorithm, missing[0].loc, f"its folder is named for it: {folder}", 1)
+                return
+    if project.guessed:  # a Trainer or hand-written loop's own loss, unless a name said otherwise
+        ev.vote("sft", None, "nothing in the inputs names another objective; a causal LM's own loss is SFT", 0)
 
 
 _HF_TRAINERS = ("Trainer", "Seq2SeqTrainer")
@@ -162,6 +181,9 @@ def _settings(src: PySource, ev: Evidence) -> None:
     model = trained_model_call(src)
     if model is not None:
         ev.setting("base_model", model_id(model))
+        loaded = model_id(model)
+        if loaded is None or (isinstance(loaded.value, str) and loaded.value.startswith((".", "/", "~"))):
+            ev.setting("base_model", _downloaded_model(src))  # the hub id behind a local snapshot folder
     loads = dataset_calls(src)
     ids = {str(v.value) for v in (dataset_id(c) for c in loads) if v is not None}
     if loads and len(ids) <= 1:  # several literal ids: a loader that picks one by name, not a fact
@@ -175,7 +197,7 @@ def _settings(src: PySource, ev: Evidence) -> None:
         ev.setting("per_device_batch_size", call.kwarg("batch_size") or call.arg(1))
         break
     for call in src.calls_named("LoraConfig"):
-        if not call.switched_off():
+        if not call.switched_off() and not call.discarded():
             lora_from_peft(call, ev)
     _reward_functions(src, ev)
     for target, iterator, scope, _loc in src.loops:
@@ -196,7 +218,7 @@ def _settings(src: PySource, ev: Evidence) -> None:
         if call.kwarg_node("max_length") is not None and call.name in {"tokenizer", "apply_chat_template", "encode",
                                                                          "__call__", "tok", "encode_plus"}:
             ev.setting("max_seq_length", call.kwarg("max_length"))
-        if call.name == "generate":
+        if call.name == "generate" and not in_evaluation(src, call):
             ev.setting("max_response_length", call.kwarg("max_new_tokens"))
             ev.setting("num_generations", call.kwarg("num_return_sequences"))
             ev.setting("temperature", call.kwarg("temperature"))
@@ -274,6 +296,18 @@ def _module_constant(src: PySource, name: str) -> Value | None:
         return src.evaluate(defs[-1].value, None)
     local = [a for a in src.assigns.get(name, []) if len(a.targets) == 1]
     return src.evaluate(local[0].value, local[0].scope) if len(local) == 1 else None
+
+
+def _downloaded_model(src: PySource) -> Value | None:
+    """`snapshot_download("qwen/Qwen2-1.5B-Instruct", cache_dir="./")` (huggingface_hub's or
+    modelscope's), when the model is then loaded from the local folder: the id it downloads."""
+    for call in src.calls_named("snapshot_download"):
+        kind = call.kwarg("repo_type")
+        repo = call.kwarg("repo_id") or call.kwarg("model_id") or call.arg(0)
+        if (kind is None or kind.value == "model") and repo is not None and isinstance(repo.value, str) \
+                and "/" in repo.value and not repo.value.startswith((".", "/", "~")):
+            return repo
+    return None
 
 
 def _algorithm(src: PySource, ev: Evidence) -> None:

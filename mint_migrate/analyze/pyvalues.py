@@ -9,6 +9,7 @@ evidence.Level). The command line and the config files are bound to the source f
 (`use_command_line`, `use_configs`): inputs.py links them.
 """
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -71,8 +72,21 @@ class CallSite(Call):
         `use_peft: false` in the config); unknown tests leave the call in."""
         return self.src.switched_off(self.guards, self.scope)
 
+    def discarded(self) -> bool:
+        """Its result is bound to a name the file never uses again (`peft_config = LoraConfig(...)` with
+        the trainer's `# peft_config=peft_config` commented out): built, then never handed to anything."""
+        if not self.assigned_to:
+            return False
+        uses = re.findall(rf"(?<![\w.]){re.escape(self.assigned_to)}\b", _code_only(self.src.text))
+        return len(uses) <= 1
+
 
 # --- namespaces: what `x` is in `x.attr` ---------------------------------------------------------
+
+
+def _code_only(text: str) -> str:
+    """The text without `#` comments (strings stay: a name inside an f-string is a use)."""
+    return re.sub(r"(?m)^(\s*)#.*$|\s+#(?![^\n]*[\"']).*$", "", text)
 
 
 # Parameter names that carry a script's parsed command line into its functions (`def main(args)`).

@@ -908,8 +908,11 @@ class ShellScript:
             return out
         return self._texts.get(name)
 
-    def _expand(self, parts: list[Part], positional: list[Text] | None, *, split: bool) -> list[Text]:
-        """Expand word parts into fields: unquoted expansions are split on blanks when `split`."""
+    def _expand(self, parts: list[Part], positional: list[Text] | None, *, split: bool,
+                argument: bool = False) -> list[Text]:
+        """Expand word parts into fields: unquoted expansions are split on blanks when `split`.
+        `argument`: the word is a command's argument (`--model "$MODEL_PATH"`), where a quoted
+        variable the script leaves empty is a value left for the user, kept as written."""
         fields: list[Text] = [Text()]
         keep = [False]  # a field made of quoted parts stays even when empty
 
@@ -965,7 +968,10 @@ class ShellScript:
                     fields[-1].extend(value)
                 continue
             value = self._part_value(part, positional)
-            if value is not None and not value.chars and _placeholder_prefix(parts, part):
+            if value is not None and not value.chars and (_placeholder_prefix(parts, part) or (
+                    argument and part.quoted and part.kind == "var" and part.op is None and not part.text.isdigit()
+                    and part.text in self.variables and all(p is part or (p.kind == "lit" and not p.text)
+                                                            for p in parts))):
                 # `HDFS_MODEL_PATH=""  # to be replaced` ... `$HDFS_MODEL_PATH/Qwen2.5-7B`: the user's to fill,
                 # cited where the script leaves it empty
                 known = self.variables.get(part.text)
@@ -1187,8 +1193,8 @@ class ShellScript:
             out.add((path.rsplit("/", 1)[0] or "/") if "/" in path else ".", part.line)
         return out
 
-    def _fields(self, word: Word, positional: list[Text] | None) -> list[Text]:
-        return self._expand(word.parts, positional, split=True)
+    def _fields(self, word: Word, positional: list[Text] | None, *, argument: bool = False) -> list[Text]:
+        return self._expand(word.parts, positional, split=True, argument=argument)
 
     def _tok(self, value: Text, word: Word, *, literal_key: bool) -> Tok:
         text = value.text
@@ -1247,7 +1253,7 @@ class ShellScript:
                     self._export(name)
             return
         toks = [self._tok(field, word, literal_key=bool(_assignment(word)))
-                for word in words for field in self._fields(word, positional)]
+                for word in words for field in self._fields(word, positional, argument=True)]
         if not toks:
             return
         if self._inline_script(toks, positional):

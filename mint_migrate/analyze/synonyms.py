@@ -37,7 +37,7 @@ _NAMES: dict[str, Meaning] = {
         "dataset": "dataset dataset_name dataset_path train_files train_file train_data data_path dataset_id "
                    "prompt_data train_dataset datasets dataset_mixture data_files train_file_dir data_file_paths",
         "learning_rate": "learning_rate lr actor_learning_rate policy_learning_rate optim_lr",
-        "per_device_batch_size": "per_device_train_batch_size micro_train_batch_size micro_batch_size "
+        "per_device_batch_size": "per_device_train_batch_size micro_train_batch_size micro_batch_size per_device_training_batch_size "
                                  "ppo_micro_batch_size_per_gpu micro_batch_size_per_gpu local_batch_size "
                                  "train_micro_batch_size_per_gpu per_device_batch_size "
                                  "micro_batch_size_per_device_for_update",
@@ -49,13 +49,13 @@ _NAMES: dict[str, Meaning] = {
         "max_steps": "max_steps total_training_steps num_steps total_steps train_steps max_train_steps "
                      "num_training_steps all_steps num_batches steps n_steps training_steps",
         "max_seq_length": "max_length max_seq_length max_len seq_len cutoff_len model_max_length max_seq_len "
-                          "max_sequence_length context_length",
+                          "max_sequence_length context_length seq_length",
         "max_prompt_length": "max_prompt_length prompt_max_len max_prompt_len max_req_tokens max_prompt_tokens "
-                             "max_input_length source_max_len max_source_length",
+                             "max_input_length source_max_len max_source_length max_prompt_seq_len",
         "max_response_length": "max_response_length max_completion_length generate_max_len max_new_tokens "
                                "max_tokens response_length max_res_tokens max_gen_len max_generation_length "
-                               "target_max_len max_response_len max_target_length",
-        "lora.rank": "lora_rank lora_r r rank",
+                               "target_max_len max_response_len max_target_length max_answer_seq_len",
+        "lora.rank": "lora_rank lora_r r rank lora_dim",
         "lora.alpha": "lora_alpha alpha",
         "lora.target_modules": "target_modules lora_target_modules lora_target",
         "beta": "dpo_beta orpo_beta",

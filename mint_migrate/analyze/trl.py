@@ -26,6 +26,8 @@ from mint_migrate.analyze.pycommon import (
     server_side,
     teacher_warning,
     trainer_runs,
+    vote_by_keys,
+    vote_by_values,
 )
 from mint_migrate.analyze.pyvalues import CallSite, PySource
 from mint_migrate.analyze.registry import Analyzer
@@ -110,10 +112,10 @@ def analyze(project: Project, ev: Evidence) -> None:
         _python(project, f, ev, fields)
     for command, script in project.launches:
         if command.program == "trl":
-            fields += _flag_fields(command_flags(command))
+            fields += _flag_fields(command_flags(command)) + _left_to_fill(command)
             ev.construct(f"{command.text} (the TRL CLI)", command.loc, "python train.py (the MinT scaffold)")
         elif script is None and command.script:
-            fields += _flag_fields(command_flags(command))
+            fields += _flag_fields(command_flags(command)) + _left_to_fill(command)
             ev.warn("SCRIPT_NOT_GIVEN", f"The launch command runs {command.script}, which was not given: its "
                     "flags were read as TRL fields. Pass the script with --config to read it too.", command.loc)
     reads_recipe = (
@@ -161,7 +163,7 @@ def _vote_algorithm(project: Project, ev: Evidence) -> None:
     for y in project.yamls():
         keys = set(y.yaml.keys())
         first = y.yaml.values[next(iter(y.yaml.values))].loc if y.yaml.values else Loc(y.label, 1)
-        _vote_by_keys(keys, first, ev)
+        vote_by_keys(keys, first, ev)
         for part in reversed(Path(y.label).with_suffix("").parts):
             hit = next((alg for word, alg in (("grpo", "grpo"), ("dpo", "dpo"), ("orpo", "orpo"), ("kto", "kto"),
                                                ("sft", "sft"), ("rloo", "reinforce"), ("reward", "reward_model"))
@@ -181,28 +183,16 @@ def _vote_algorithm(project: Project, ev: Evidence) -> None:
         for command, script in project.launches:
             if not command.script or script is not None:
                 continue
+            if vote_by_values(command_flags(command), ev):  # `--rlhf_type DPO`: says it outright
+                break
             named = algorithm_in_name(Path(command.script).stem)
             if named is not None:
                 ev.vote(named, command.loc, f"{command.script} (not given): what its name says", 1)
             else:
-                _vote_by_keys(set(command_flags(command)), command.loc, ev)
+                vote_by_keys({a.name for a in command.flags()}, command.loc, ev)
             break
     if not ev.votes:
         ev.vote("sft", None, "no trainer, config class, preference or RL keys found", 0)
-
-
-def _vote_by_keys(keys: set[str], loc: Loc, ev: Evidence) -> None:
-    """What a recipe's (or a missing script's flags') keys say the run is: a teacher model is
-    distillation (GKD's JSD `beta` and `max_new_tokens` beside it say nothing of DPO), group sampling
-    and reward functions are GRPO, desirable weights KTO, a `beta` or a prompt length preference."""
-    if keys & {"teacher_model_name_or_path", "teacher_model", "teacher_model_path"}:
-        ev.vote("distillation", loc, "a teacher model (teacher_model_name_or_path)", 1)
-    elif keys & {"num_generations", "reward_funcs", "max_completion_length"}:
-        ev.vote("grpo", loc, "GRPO keys (num_generations / reward_funcs)", 1)
-    elif keys & {"desirable_weight", "undesirable_weight"}:
-        ev.vote("kto", loc, "KTO keys (desirable_weight)", 1)
-    elif "beta" in keys or "max_prompt_length" in keys:
-        ev.vote("dpo", loc, "preference keys (beta / max_prompt_length)", 1)
 
 
 def trl_class(name: str, known: dict[str, Algorithm]) -> str | None:
@@ -256,7 +246,7 @@ def _python(project: Project, f: InputFile, ev: Evidence, fields: list[tuple[str
                 ev.construct(f"{call.name}(...)", call.loc, _config_target(CONFIGS[base]))
         elif (trainer := trl_class(call.name, TRAINERS)) is not None:
             _trainer(project, call, trainer, src, ev, fields)
-        elif call.name == "LoraConfig":
+        elif call.name == "LoraConfig" and not call.discarded():
             lora_from_peft(call, ev)
         elif call.name == "get_peft_config":
             ev.extra("get_peft_config", Value(True, call.loc))
@@ -325,6 +315,18 @@ def _built_by_call(node: cst.BaseExpression | None, src: PySource, scope) -> boo
         return False
     found = src.definition(node.value, scope, src.line(node))
     return bool(found) and found[0] == "assign" and isinstance(found[1].value, cst.Call)
+
+
+def _left_to_fill(command) -> list[tuple[str, Value]]:
+    """The model and data flags whose values only the machine knows (`--model_name_or_path "$MODEL_PATH"`),
+    as written: the plan shows what the user fills, never a positional parameter alone."""
+    out = []
+    for arg in command.flags():
+        if arg.value is None and FIELDS.get(arg.name) in ("base_model", "dataset"):
+            written = arg.setting_literal(Level.COMMAND)
+            if written is not None:
+                out.append((arg.name, written))
+    return out
 
 
 def _flag_fields(flags: dict[str, Value]) -> list[tuple[str, Value]]:
