@@ -1411,3 +1411,47 @@ def test_a_lora_config_whose_handover_is_commented_out_configures_nothing(tmp_pa
         """)
     assert plan.settings.lora is None
     assert plan.settings.dataset is None  # "xxx" is a placeholder, not a dataset
+
+
+def test_a_loop_calling_its_reward_through_an_alias_names_the_function_chosen(tmp_path):
+    plan = plan_of(tmp_path, "grpo_train.py", """
+        import tinker
+
+        def get_reward_math(response, truth):
+            return 1.0
+
+        def get_reward_gsm8k(response, truth):
+            return 1.0
+
+        def main(config):
+            if config["dataset"] == "math":
+                reward_fn = get_reward_math
+            else:
+                reward_fn = get_reward_gsm8k
+            tc = tinker.ServiceClient().create_lora_training_client(base_model="Qwen/Qwen3-8B", rank=32)
+            for step in range(10):
+                result = sc.sample(prompt, num_samples=4, sampling_params=params).result()
+                rewards = [reward_fn(s, truth) for s in result.sequences]
+                advantages = [r - sum(rewards) / len(rewards) for r in rewards]
+                tc.forward_backward(data, loss_fn="importance_sampling")
+        """)
+    r = plan.settings.reward_functions
+    assert (r.value, r.source) == (["get_reward_math"], "grpo_train.py:11")
+
+
+def test_a_torchforge_sft_app_reads_its_training_dataset_list(tmp_path):
+    plan = plan_of(tmp_path, "sft.yaml", """
+        model_name: Qwen/Qwen3-1.7B
+        model:
+          name: qwen3
+          hf_assets_path: hf://${model_name}
+        training:
+          local_batch_size: 1
+          seq_len: 4096
+          steps: 1000
+          dataset:
+            - path: /scratch/datasets/ultrachat_200k
+              split: "train_sft[:95%]"
+        """, ("main.py", "from forge.actors.trainer import TitanTrainer\n"))
+    assert plan.framework == "torchforge"
+    assert (plan.settings.dataset.value, plan.settings.dataset.source) == ("/scratch/datasets/ultrachat_200k", "sft.yaml:10")

@@ -167,6 +167,8 @@ def function_names(node: cst.BaseExpression | None, src: PySource, scope) -> lis
         if node.value in src.functions or node.value in src.imports:
             return [node.value]
         found = src.definition(node.value, scope, src.line(node))
+        if found and found[0] == "assign" and isinstance(found[1].value, cst.Call) and not node.value.endswith("s"):
+            return [node.value]  # `reward_fn = create_reward_fn(cfg)`: one function a factory built, by its name
         if found and found[0] == "assign" and found[1].value is not node:
             return function_names(found[1].value, src, found[1].scope)
         return [node.value]
@@ -322,27 +324,43 @@ def called_reward(src: PySource) -> Value | None:
     the project's own scorer, `tracker.calculate_rewards(texts, answers)`): a call named for rewards,
     made from outside any reward, evaluation or test function; its name as written, at its first
     such call, with the others its line sums (`reward_correct(q, a) + reward_format(q, a)`)."""
-    found: list[tuple[str, CallSite]] = []
+    found: list[tuple[str, Loc]] = []
+    line = None
     for call in sorted(src.calls, key=lambda c: c.loc.line):  # stable: a line's calls in source order
-        if found and call.loc.line != found[0][1].loc.line:
+        if line is not None and call.loc.line != line:
             break
-        name = _reward_call(src, call)
-        if name is not None and name not in [n for n, _ in found]:
-            found.append((name, call))
-    return Value([n for n, _ in found], found[0][1].loc) if found else None
+        named = _reward_call(src, call)
+        if named is not None and named[0] not in [n for n, _ in found]:
+            found.append(named)
+            line = call.loc.line
+    return Value([n for n, _ in found], found[0][1]) if found else None
 
 
-def _reward_call(src: PySource, call: CallSite) -> str | None:
+def _reward_call(src: PySource, call: CallSite) -> tuple[str, Loc] | None:
     if "reward" not in call.name.lower() or in_evaluation(src, call) or "reward" in _caller_name(src, call):
         return None
     written = dotted_name(call.node.func) or call.name
     if call.assigned_to and any(dotted_name(c.node.func) == call.assigned_to for c in src.calls):
         return None  # `reward_fn = make_reward_fn(kind)`: a factory; the loop calls what it returns
+    if "." not in written and call.name not in src.functions:
+        alias = _aliased_function(src, call)
+        if alias is not None:
+            return alias
     if call.name in src.functions or ("." not in written and call.name not in src.classes):
-        return call.name  # the file's own function, or one it imports or is handed
+        return call.name, call.loc  # the file's own function, or one it imports or is handed
     if "." in written and _project_object(src, written.split(".", 1)[0]):
-        return written
+        return written, call.loc
     return None
+
+
+def _aliased_function(src: PySource, call: CallSite) -> tuple[str, Loc] | None:
+    """`reward_fn = get_reward_math` (or, in another branch, `= get_reward_gsm8k`) ... `reward_fn(x)`:
+    the function the branch the run takes binds, when the config decides it, else the first one."""
+    if src.definition(call.name, call.scope, call.loc.line) is None:
+        return None
+    bound = [a for a in src.assigns.get(call.name, []) if isinstance(a.value, cst.Name) and a.line < call.loc.line
+             and not src.switched_off(a.guards, a.scope)]
+    return (bound[0].value.value, src.at(bound[0].line)) if bound else None
 
 
 # Libraries whose objects have reward-named methods that are not the run's reward (logging, tensors);
