@@ -602,3 +602,16 @@ def test_assignments_joining_arrays_and_eval_splitting_agree_with_bash(setup):
     words = [w.partial for w in _eval_words(script._texts["v"])]  # what eval hands the command, word by word
     # only printf's lines: what follows a `;` runs as a command of its own (`echo done`)
     assert words == [line[1:-1] for line in shown.splitlines() if line.startswith("<") and line.endswith(">")]
+
+
+@pytest.mark.parametrize("line", [
+    "uv run train.py --lr 1e-5",
+    "uv run --with torch python train.py --lr 1e-5",
+    "conda run -n rl python train.py --lr 1e-5",
+    "mpirun -np 8 -x NCCL_DEBUG python train.py --lr 1e-5",
+    "timeout 3600 python train.py --lr 1e-5",
+    "taskset 0x1 python train.py --lr 1e-5",
+])
+def test_environment_runners_and_process_wrappers_still_launch_the_script(line):
+    _, cmd = only_command(line + "\n")
+    assert (cmd.script, args_of(cmd)) == ("train.py", {"lr": 1e-5})

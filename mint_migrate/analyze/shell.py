@@ -46,11 +46,14 @@ _FILE_TESTS = {"-a", "-b", "-c", "-d", "-e", "-f", "-g", "-h", "-k", "-p", "-r",
 # `(( name = expr ))`, `name += expr`, `++name`, `name--`: an arithmetic update of one variable
 _ARITH_UPDATE = re.compile(r"\s*(?:([A-Za-z_]\w*)\s*([-+*/%]?=)(?!=)\s*(.+?)|(?:(\+\+|--)\s*([A-Za-z_]\w*))"
                            r"|([A-Za-z_]\w*)\s*(\+\+|--))\s*", re.S)
-_WRAPPERS = {"nohup", "time", "exec", "sudo", "nice", "stdbuf", "srun", "env"}
+_WRAPPERS = {"nohup", "time", "exec", "sudo", "nice", "stdbuf", "srun", "env", "mpirun", "mpiexec", "timeout",
+             "taskset", "numactl"}
+_WRAPPER_OPERAND = {"timeout", "taskset"}  # `timeout 3600 python ...`: one word before the program
+_ENV_RUNNERS = {"uv", "poetry", "pipenv", "conda", "pixi", "rye", "hatch"}  # `conda run -n env python ...`
 _DECLARE = {"export", "declare", "local", "readonly", "typeset"}
 # A value that is only a positional parameter (`"$3"`): "the caller's third argument", nothing more.
 POSITIONAL_ONLY = re.compile(r"\$(\d|\{\d+\}|@|\*)")
-_PROGRAMS = {"torchrun", "deepspeed", "accelerate", "ray", "trl", "uv", "poetry", "pipenv", *_WRAPPERS}
+_PROGRAMS = {"torchrun", "deepspeed", "accelerate", "ray", "trl", *_ENV_RUNNERS, *_WRAPPERS}
 
 
 def _launch_program(text: str | None) -> bool:
@@ -1293,8 +1296,10 @@ class ShellScript:
 
 
     def _launch(self, toks: list[Tok], env: dict[str, Value], launchers: list[str]) -> Command | None:
-        while toks and (toks[0].text or "").rsplit("/", 1)[-1] in _WRAPPERS:
-            toks = toks[1:]
+        while toks and ((toks[0].text or "").rsplit("/", 1)[-1] in _WRAPPERS or (
+                toks[0].text in _ENV_RUNNERS and len(toks) >= 2 and toks[1].text == "run")):
+            wrapper = (toks[0].text or "").rsplit("/", 1)[-1]
+            toks = toks[2:] if wrapper in _ENV_RUNNERS else toks[1:]
             option = False  # the token before was an option that may take the next word (`srun -w "$node"`)
             while toks and ((toks[0].text or "").startswith("-") or toks[0].key is not None
                             or (option and not _launch_program(toks[0].text))):
@@ -1302,8 +1307,10 @@ class ShellScript:
                 if toks[0].key is not None:
                     env[toks[0].key] = self._value_of(toks[0])
                 toks = toks[1:]
-        if len(toks) >= 2 and toks[0].text in {"uv", "poetry", "pipenv"} and toks[1].text == "run":
-            toks = toks[2:]
+            if wrapper in _WRAPPER_OPERAND and toks and not _launch_program(toks[0].text):
+                toks = toks[1:]
+            if wrapper in _ENV_RUNNERS and toks and (toks[0].text or "").endswith(".py"):
+                return self._python(toks, self._at(toks[0].line), env, launchers)  # `uv run train.py`
         if not toks or toks[0].text is None:
             return None
         program = toks[0].text.rsplit("/", 1)[-1]
