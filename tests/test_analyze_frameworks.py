@@ -1160,30 +1160,22 @@ def test_a_tinker_loop_asking_one_sample_at_a_time_per_group_member_with_a_beta_
     assert s.reward_functions.value == ["tracker.calculate_rewards"]
 
 
-def test_an_early_verl_fork_puts_its_kl_in_the_reward_and_names_samples_per_agent_and_its_reward(tmp_path):
-    plan = plan_of(tmp_path, "train_ppo.sh", """
+@pytest.mark.parametrize("micro_batch, kl", [("ppo_micro_batch_size=64", 0.001),  # before use_kl_in_reward
+                                             ("ppo_micro_batch_size_per_gpu=4", None)])  # current: off by default
+def test_an_unswitched_in_reward_kl_applies_only_in_verl_from_before_use_kl_in_reward(tmp_path, micro_batch, kl):
+    plan = plan_of(tmp_path, "train_ppo.sh", f"""
         python3 -m verl.trainer.main_ppo \\
             data.train_files=data/train.parquet \\
             actor_rollout_ref.model.path=Qwen/Qwen2.5-3B \\
-            actor_rollout_ref.actor.ppo_micro_batch_size=64 \\
+            actor_rollout_ref.actor.{micro_batch} \\
             actor_rollout_ref.rollout.n_agent=5 \\
             critic.optim.lr=1e-5 \\
             algorithm.kl_ctrl.kl_coef=0.001 \\
             trainer.reward_function=f1
         """)
     s = plan.settings
-    assert (s.num_generations.value, s.kl_coef.value, s.reward_functions.value) == (5, 0.001, ["f1"])
-
-
-def test_a_current_verl_launch_leaves_an_unswitched_in_reward_kl_off(tmp_path):
-    plan = plan_of(tmp_path, "train_ppo.sh", """
-        python3 -m verl.trainer.main_ppo \\
-            data.train_files=data/train.parquet \\
-            actor_rollout_ref.model.path=Qwen/Qwen2.5-3B \\
-            actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=4 \\
-            algorithm.kl_ctrl.kl_coef=0.001
-        """)
-    assert plan.settings.kl_coef is None
+    assert (s.kl_coef.value if s.kl_coef else None) == kl
+    assert (s.num_generations.value, s.reward_functions.value) == (5, ["f1"])  # Search-R1 forks' keys
 
 
 def test_an_empty_folder_variable_that_starts_a_path_is_kept_for_the_user_to_fill(tmp_path):
