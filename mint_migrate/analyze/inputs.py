@@ -18,6 +18,7 @@ from mint_migrate.analyze.shell import Command, ShellScript
 from mint_migrate.analyze.usage import usage_commands
 from mint_migrate.analyze.yamlconf import YamlConfig
 from mint_migrate.errors import MintMigrateError
+from mint_migrate.pyindex import dotted_name
 from mint_migrate.workspace import read_text_checked
 
 Kind = Literal["python", "shell", "yaml"]
@@ -147,7 +148,9 @@ def _parse(f: InputFile, text: str) -> None:
         f.yaml = YamlConfig(text, f.label)
 
 
-def load_project(source: Path, configs: list[Path]) -> Project:
+def load_project(source: Path, configs: list[Path], framework_modules: tuple[str, ...] = ()) -> Project:
+    """The inputs, parsed and linked. `framework_modules`: the packages the frameworks ship
+    (`verl`, `openrlhf`, ...): a `-m` launch of one is its entry point, never a project file to read."""
     source = Path(source)
     text = _read(source)
     kind = kind_of(source, text)
@@ -168,7 +171,7 @@ def load_project(source: Path, configs: list[Path]) -> Project:
         _find_app(project)
     _follow_sources(project)
     _follow_own_trainer(project)
-    _link_launches(project)
+    _link_launches(project, framework_modules)
     return project
 
 
@@ -179,20 +182,16 @@ def _follow_own_trainer(project: Project) -> None:
     src = project.primary.python
     if src is None:
         return
-    called = {c.name for c in src.calls}
+    started = {(dotted_name(c.node.func) or "").rpartition(".")[0] for c in src.calls if c.name == "train"}
     for local, qualified in src.imports.items():
         module = qualified.rpartition(".")[0]
-        if not module or local not in called or not ("train" in local.lower() or _names_an_algorithm(local)):
+        calls = [c for c in src.calls if c.name == local and (dotted_name(c.node.func) or "") == local]
+        if not module or not calls:
             continue
-        written = module.replace(".", "/") + ".py"
-        if project.find(written, project.primary.path.parent) is None:
-            python_on_disk(project, project.primary.path.parent, written)
-
-
-def _names_an_algorithm(name: str) -> bool:
-    from mint_migrate.analyze.pycommon import algorithm_in_name  # pycommon reads inputs' types
-
-    return algorithm_in_name(name) is not None
+        if "train" in local.lower() or any(c.assigned_to in started for c in calls):  # `GRPO(...)` ... `.train()`
+            written = module.replace(".", "/") + ".py"
+            if project.find(written, project.primary.path.parent) is None:
+                python_on_disk(project, project.primary.path.parent, written)
 
 
 _SOURCES = re.compile(r"^\s*(source|\.)\s+\S", re.M)
@@ -240,7 +239,7 @@ def add_file(project: Project, path: Path, *, auto: bool) -> InputFile:
     return f
 
 
-def _link_launches(project: Project) -> None:
+def _link_launches(project: Project, framework_modules: tuple[str, ...]) -> None:
     """Connect each launch command to the script it runs, and hand that script its flags."""
     for f in list(project.files):
         if f.shell is None:
@@ -251,7 +250,7 @@ def _link_launches(project: Project) -> None:
                 script_file = project.find(command.script, f.path.parent) \
                     or python_on_disk(project, f.path.parent, command.script)
             elif command.module:  # `torchrun -m less.train.train`: the project's own module
-                script_file = _own_module(project, f, command.module)
+                script_file = _own_module(project, f, command.module, framework_modules)
             for arg in [*command.launcher_args, *command.flags()]:
                 if arg.name in CONFIG_FLAGS and arg.value is not None and isinstance(arg.value.value, str):
                     _follow_config(project, f, arg.value.value)
@@ -334,13 +333,12 @@ def on_disk(project: Project, near: Path, written: str, suffixes: tuple[str, ...
     return None
 
 
-def _own_module(project: Project, launcher: InputFile, module: str) -> InputFile | None:
+def _own_module(project: Project, launcher: InputFile, module: str,
+                framework_modules: tuple[str, ...]) -> InputFile | None:
     """The file of a module the launcher runs with `-m`, given or on disk above the launcher, unless
     the module is a framework's own entry point (`verl.trainer.main_ppo`): that one is read by name,
     even where the project vendors the framework."""
-    from mint_migrate.analyze.registry import analyzers  # the registry is built over this module
-
-    if any(module == name or module.startswith(name + ".") for a in analyzers() for name in a.imports):
+    if any(module == name or module.startswith(name + ".") for name in framework_modules):
         return None
     written = module.replace(".", "/") + ".py"
     found = project.find(written, launcher.path.parent) or python_on_disk(project, launcher.path.parent, written)

@@ -12,7 +12,7 @@ from mint_migrate.analyze.evidence import NOT_USED, Evidence, Level, Value
 from mint_migrate.analyze.harvest import Stated, harvest
 from mint_migrate.analyze.inputs import Project, load_project
 from mint_migrate.analyze.pycommon import server_side
-from mint_migrate.analyze.registry import analyzer
+from mint_migrate.analyze.registry import analyzer, analyzers
 from mint_migrate.analyze.settings import build_settings, coerce
 from mint_migrate.analyze.shell import POSITIONAL_ONLY
 from mint_migrate.analyze.synonyms import meaning
@@ -33,7 +33,8 @@ def analyze(source_path: Path, config_paths: list[Path], confirmed: list[str] | 
 def analyze_inputs(source_path: Path, config_paths: list[Path], confirmed: list[str] | None = None) -> Analysis:
     """The plan, plus the Tinker 0.38 -> 0.22 call fixes the report lists. `confirmed`: settings the
     caller read in the inputs, `key=value@file:line`, each checked against its line (confirm.py)."""
-    project = load_project(Path(source_path), [Path(p) for p in config_paths])
+    project = load_project(Path(source_path), [Path(p) for p in config_paths],
+                           tuple(name for a in analyzers() for name in a.imports))
     found = detect(project)
     framework, where = found.framework, found.where
     stated = harvest(project)

@@ -7,6 +7,7 @@ import libcst as cst
 
 from mint_migrate.analyze.evidence import Evidence, Loc, Value
 from mint_migrate.analyze.pyvalues import CallSite, PySource
+from mint_migrate.analyze.registry import analyzers
 from mint_migrate.pyindex import dotted_name, iter_nodes, literal_value
 
 _NOT_MODELS = ("Tokenizer", "Processor", "Config", "FeatureExtractor", "ImageProcessor")
@@ -370,8 +371,6 @@ _LIBRARY_ROOTS = {"numpy", "np", "wandb", "logging", "math", "statistics", "data
 
 def _project_object(src: PySource, root: str) -> bool:
     """`tracker` in `tracker.calculate_rewards(...)`: a local object or a project module, not a library."""
-    from mint_migrate.analyze.registry import analyzers  # the registry is built over this module
-
     libraries = _LIBRARY_ROOTS | {name.split(".")[0] for a in analyzers() for name in a.imports}
     return root not in libraries and src.qualify(root).split(".", 1)[0] not in libraries
 
