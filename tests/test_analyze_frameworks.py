@@ -1104,10 +1104,12 @@ def test_a_launch_of_a_missing_script_with_a_teacher_model_is_distillation(tmp_p
             --model_name_or_path Qwen/Qwen2.5-0.5B-Instruct \\
             --teacher_model_name_or_path Qwen/Qwen2.5-7B-Instruct \\
             --max_prompt_length 1024 \\
+            --beta 0.5 \\
             --learning_rate 5e-5
         """)
     assert (plan.framework, plan.algorithm) == ("trl", "distillation")
     assert plan.settings.base_model.value == "Qwen/Qwen2.5-0.5B-Instruct"
+    assert plan.settings.beta is None and plan.settings.kl_coef is None  # GKD's beta interpolates its JSD
 
 
 @pytest.mark.parametrize("name, algorithm", [("SPPOTrainer", "dpo"), ("GaudiSFTTrainer", "sft")])

@@ -363,7 +363,7 @@ def _apply_fields(fields: list[tuple[str, Value | None]], algorithm: Algorithm, 
             continue  # in TRL's PPO it only loads the tokenizer
         elif name == "max_steps" and (as_int(value.value) or 0) <= 0:
             continue  # -1: "not set", train by epochs
-        elif name == "beta":
+        elif name == "beta" and algorithm != "distillation":  # GKD's beta interpolates its JSD: neither
             ev.setting("kl_coef" if algorithm in {"grpo", "reinforce", "ppo"} else "beta", value)
         elif name == "reward_funcs":
             names = value.value if isinstance(value.value, list) else [value.value]
