@@ -116,7 +116,10 @@ class ClassInfo:
 
     @property
     def is_config(self) -> bool:
-        return bool(self.fields) and (any(d in DATACLASS_DECORATORS for d in self.decorators) or bool(self.bases))
+        """A dataclass, a derived config class, or a plain holder of settings named for it (`class Config:`
+        with class attributes, `class TrainArgs:`)."""
+        return bool(self.fields) and (any(d in DATACLASS_DECORATORS for d in self.decorators) or bool(self.bases)
+                                      or self.name.endswith(("Config", "Args", "Arguments", "Hparams", "Settings")))
 
 
 @dataclass

@@ -354,3 +354,61 @@ def test_a_missing_scripts_flag_naming_the_objective_and_empty_quoted_values_lef
     s = plan.settings
     assert (s.base_model.value, s.base_model.source) == ("$MODEL_PATH", "run.sh:1")  # what the user fills
     assert (s.dataset.value, s.dataset.source) == ("$DATA_PATH", "run.sh:2")
+
+
+def test_a_launched_main_that_hands_its_run_to_a_pipeline_module_and_a_plain_config_class(tmp_path):
+    write(tmp_path, "proj/train/pipeline.py", """
+        from trl import GRPOConfig, GRPOTrainer, TrlParser
+
+        def main(training_args):
+            GRPOTrainer(model="Qwen/Qwen2.5-3B-Instruct", reward_funcs=[format_reward], args=training_args).train()
+    """)
+    write(tmp_path, "proj/main.py", """
+        from train.pipeline import main
+
+        if __name__ == "__main__":
+            main(parse())
+    """)
+    launcher = write(tmp_path, "proj/start.sh", """
+        poetry run accelerate launch --num_processes 1 main.py --config grpo.yaml
+    """)
+    plan = analyze(launcher, [])
+    assert (plan.framework, plan.algorithm) == ("trl", "grpo")
+
+    write(tmp_path, "loop/config.py", """
+        class Config:
+            gpt_model = "Qwen/Qwen1.5-0.5B-Chat"
+            data_path = "data/train_data.json"
+            epochs = 3
+            lr = 0.001
+            beta = 0.1
+    """)
+    write(tmp_path, "loop/dpo.py", """
+        import torch.nn.functional as F
+
+        class DPO:
+            def __init__(self, model, opt, config):
+                self.model, self.opt, self.beta = model, opt, config.beta
+
+            def train(self, chosen, rejected):
+                loss = -F.logsigmoid(self.beta * (chosen - rejected)).mean()
+                loss.backward()
+                self.opt.step()
+    """)
+    script = write(tmp_path, "loop/main.py", """
+        from torch.optim import Adam
+        from config import Config
+        from dpo import DPO
+
+        config = Config()
+        model = load(config.gpt_model)
+        opt = Adam(model.parameters(), lr=config.lr)
+        trainer = DPO(model, opt, config)
+        for epoch in range(config.epochs):
+            trainer.train(chosen, rejected)
+    """)
+    plan = analyze(script, [])
+    s = plan.settings
+    assert (plan.framework, plan.algorithm) == ("pytorch", "dpo")
+    assert (s.learning_rate.value, s.learning_rate.source) == (0.001, "config.py:5")
+    assert (s.beta.value, s.dataset.value) == (0.1, "data/train_data.json")

@@ -1449,3 +1449,32 @@ def test_a_torchforge_sft_app_reads_its_training_dataset_list(tmp_path):
         """, ("main.py", "from forge.actors.trainer import TitanTrainer\n"))
     assert plan.framework == "torchforge"
     assert (plan.settings.dataset.value, plan.settings.dataset.source) == ("/scratch/datasets/ultrachat_200k", "sft.yaml:10")
+
+
+def test_a_vendored_trl_copy_and_a_reward_model_given_as_a_string(tmp_path):
+    plan = plan_of(tmp_path, "example_grpo.py", """
+        from trl_main import GRPOConfig, GRPOTrainer
+
+        trainer = GRPOTrainer(model="Qwen/Qwen2-0.5B-Instruct", reward_funcs="model/weqweasdas/RM-Gemma-2B",
+                              args=GRPOConfig(output_dir="out", num_generations=4))
+        trainer.train()
+        """)
+    assert (plan.framework, plan.algorithm) == ("trl", "grpo")
+    assert plan.settings.reward_functions is None and "REWARD_MODEL_SCORING" in codes(plan)
+
+
+def test_a_verl_fork_launch_with_no_estimator_and_no_critic_is_grpo_and_openrlhf_fork_entries(tmp_path):
+    plan = plan_of(tmp_path, "train_evidence.sh", """
+        python3 -m verl.trainer.main_ppo \\
+            data.train_files=data/train.parquet \\
+            actor_rollout_ref.model.path=Qwen/Qwen2.5-7B-Instruct \\
+            actor_rollout_ref.actor.optim.lr=1e-6
+        """)
+    assert plan.algorithm == "grpo" and "CRITIC_GAE" not in codes(plan)
+    plan = plan_of(tmp_path, "run_sync.sh", """
+        python3 -m marti.cli.multi_agent_train_ppo_ray \\
+            --pretrain Qwen/Qwen3-1.7B \\
+            --advantage_estimator group_norm \\
+            --n_samples_per_prompt 8
+        """)
+    assert (plan.framework, plan.algorithm) == ("openrlhf", "grpo")

@@ -615,3 +615,17 @@ def test_assignments_joining_arrays_and_eval_splitting_agree_with_bash(setup):
 def test_environment_runners_and_process_wrappers_still_launch_the_script(line):
     _, cmd = only_command(line + "\n")
     assert (cmd.script, args_of(cmd)) == ("train.py", {"lr": 1e-5})
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="bash is the oracle")
+@pytest.mark.parametrize("word", [r"$'Question: {}\n\nAnswer: Let\'s think\n'", r"$'a\tb\x41\101\\c'",
+                                  r"pre$'mid'post", r"$'say \"hi\"'"])
+def test_ansi_c_quoted_words_read_as_bash_reads_them(word):
+    shown = subprocess.run(["bash", "-c", f"printf '%s' {word}"], capture_output=True, text=True, check=True).stdout
+    _, cmd = only_command(f"python t.py --template {word} --lr 1e-5\n")
+    assert args_of(cmd) == {"template": shown, "lr": 1e-5}
+
+
+def test_a_flag_value_keeps_its_blanks_and_a_list_its_items_trimmed():
+    _, cmd = only_command("python t.py --template $'Q: {}\\nA: ' --sep ' ' --mods '[q_proj, v_proj]'\n")
+    assert args_of(cmd) == {"template": "Q: {}\nA: ", "sep": " ", "mods": ["q_proj", "v_proj"]}

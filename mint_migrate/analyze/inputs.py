@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from mint_migrate.analyze.algorithm_names import algorithm_in_name
 from mint_migrate.analyze.evidence import Value
 from mint_migrate.analyze.hydra import compose, hydra_main
 from mint_migrate.analyze.pyvalues import PySource
@@ -170,28 +171,32 @@ def load_project(source: Path, configs: list[Path], framework_modules: tuple[str
     if primary.yaml is not None and not any(f.python or f.shell for f in project.files):
         _find_app(project)
     _follow_sources(project)
-    _follow_own_trainer(project)
     _link_launches(project, framework_modules)
     return project
 
 
-def _follow_own_trainer(project: Project) -> None:
+_CONFIG_MODULES = {"config", "configs", "settings", "hparams", "hyperparams", "params", "arguments", "args"}
+
+
+def _follow_own_trainer(project: Project, entry: InputFile) -> None:
     """A script that hands its run to a trainer of the project's own (`from grpo import GRPO` ...
     `GRPO(...).train()`, `from om_rl.training.trainer import train` ... `train(config)`): the module
     that holds it, found beside the script or in a folder above, is read as if it had been given."""
-    src = project.primary.python
-    if src is None:
-        return
+    src = entry.python
     started = {(dotted_name(c.node.func) or "").rpartition(".")[0] for c in src.calls if c.name == "train"}
     for local, qualified in src.imports.items():
         module = qualified.rpartition(".")[0]
         calls = [c for c in src.calls if c.name == local and (dotted_name(c.node.func) or "") == local]
         if not module or not calls:
             continue
-        if "train" in local.lower() or any(c.assigned_to in started for c in calls):  # `GRPO(...)` ... `.train()`
+        # `train(cfg)`, `from train.pipeline import main` ... `main(args)`, `GRPO(...)` ... `.train()`,
+        # `from dpo import DPO`, and the config the run reads (`from config import Config`)
+        if "train" in local.lower() or "train" in module.rsplit(".", 1)[-1].lower() \
+                or module.split(".")[0] == "train" or any(c.assigned_to in started for c in calls) \
+                or algorithm_in_name(local) is not None or module.rsplit(".", 1)[-1].lower() in _CONFIG_MODULES:
             written = module.replace(".", "/") + ".py"
-            if project.find(written, project.primary.path.parent) is None:
-                python_on_disk(project, project.primary.path.parent, written)
+            if project.find(written, entry.path.parent) is None:
+                python_on_disk(project, entry.path.parent, written)
 
 
 _SOURCES = re.compile(r"^\s*(source|\.)\s+\S", re.M)
@@ -270,6 +275,8 @@ def _link_launches(project: Project, framework_modules: tuple[str, ...]) -> None
                 script_file.launched_by = command
                 script_file.python.use_command_line(command_flags(command))
     _compose_for_missing_script(project)
+    for f in [g for g in project.pythons() if g.primary or g.launched_by is not None]:
+        _follow_own_trainer(project, f)
     for f in project.pythons():
         if f.launched_by is None:
             flags, f.example = example_flags(f.python)

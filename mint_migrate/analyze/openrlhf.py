@@ -93,11 +93,21 @@ def is_openrlhf_command(command: Command) -> bool:
     if target.startswith("openrlhf") or "openrlhf/cli" in (command.script or ""):
         return True
     parts = target.removesuffix(".py").replace("/", ".").split(".")
-    return len(parts) >= 2 and parts[-2] == "cli" and parts[-1] in ENTRY_POINTS
+    return len(parts) >= 2 and parts[-2] == "cli" and _known_entry(parts[-1]) is not None
 
 
 def entry_point(command: Command) -> str:
-    return (command.module or command.script or "").rsplit(".", 1)[-1].removesuffix(".py").rsplit("/", 1)[-1]
+    """The OpenRLHF entry point a command runs; a fork's own variant (`multi_agent_train_ppo_ray`) is
+    the entry point its name ends with."""
+    name = (command.module or command.script or "").rsplit(".", 1)[-1].removesuffix(".py").rsplit("/", 1)[-1]
+    return _known_entry(name) or name
+
+
+def _known_entry(name: str) -> str | None:
+    if name in ENTRY_POINTS:
+        return name
+    ends = [entry for entry in ENTRY_POINTS if name.endswith("_" + entry)]
+    return max(ends, key=len) if ends else None
 
 
 def training_commands(project: Project) -> list[Command]:

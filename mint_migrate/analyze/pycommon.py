@@ -1,10 +1,10 @@
 """Python facts that mean the same in every framework: model and dataset loading, optimizers,
 LoRA configs, and the infrastructure imports that become server-side on MinT."""
 
-import re
 
 import libcst as cst
 
+from mint_migrate.analyze.algorithm_names import NAMED_WORDS, algorithm_in_name
 from mint_migrate.analyze.evidence import Evidence, Loc, Value
 from mint_migrate.analyze.pyvalues import CallSite, PySource
 from mint_migrate.analyze.registry import analyzers
@@ -203,29 +203,6 @@ def _built_by_a_call(node: cst.Name, src: PySource, scope) -> bool:
     return bool(found and found[0] == "assign" and isinstance(found[1].value, cst.Call))
 
 
-# What a trainer class's own name says it trains (`SimPOTrainer`, `MyGRPOTrainer`), most specific first.
-_NAMED_ALGORITHMS = (("grpo", "grpo"), ("rloo", "reinforce"), ("reinforce", "reinforce"), ("sppo", "dpo"),
-                     ("ppo", "ppo"), ("orpo", "orpo"), ("kto", "kto"), ("simpo", "dpo"), ("dpo", "dpo"), ("ipo", "dpo"),
-                     ("cpo", "dpo"), ("preference", "dpo"), ("reward", "reward_model"), ("distil", "distillation"),
-                     ("gkd", "distillation"), ("sft", "sft"), ("supervised", "sft"), ("finetun", "sft"),
-                     ("fine_tun", "sft"))
-
-
-# Short names that say an algorithm only as a word of their own (`RMTrainer`, `train_rm.py`), never
-# inside another word (`transformer`, `warmup`).
-_NAMED_WORDS = {"rm": "reward_model", "sft": "sft", "dpo": "dpo", "ppo": "ppo", "grpo": "grpo", "kto": "kto",
-                "orpo": "orpo"}
-
-
-def algorithm_in_name(name: str) -> str | None:
-    low = name.lower()
-    found = next((algorithm for word, algorithm in _NAMED_ALGORITHMS if word in low), None)
-    if found is not None:
-        return found
-    words = re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+", name)
-    return next((_NAMED_WORDS[w.lower()] for w in words if w.lower() in _NAMED_WORDS), None)
-
-
 def vote_by_keys(keys: set[str], loc: Loc, ev: Evidence) -> None:
     """What a recipe's (or a missing script's flags') keys say the run is: a teacher model is
     distillation (GKD's JSD `beta` and `max_new_tokens` beside it say nothing of DPO), an actor with a
@@ -252,7 +229,7 @@ def vote_by_values(values: dict[str, Value], ev: Evidence) -> bool:
     """A key that names the objective outright (`--rlhf_type DPO`, `stage: rm`): that objective."""
     for key, value in values.items():
         if key.rsplit(".", 1)[-1] in _OBJECTIVE_KEYS and isinstance(value.value, str):
-            algorithm = algorithm_in_name(value.value) or _NAMED_WORDS.get(value.value.lower())
+            algorithm = algorithm_in_name(value.value) or NAMED_WORDS.get(value.value.lower())
             if algorithm is not None:
                 ev.vote(algorithm, value.loc, f"{key}={value.value}", 2)
                 return True

@@ -35,8 +35,8 @@ def parse_scalar(text: str) -> Any:
         return None
     if s.startswith("[") and s.endswith("]"):
         inner = s[1:-1].strip()
-        return [parse_scalar(part) for part in _split_top(inner)] if inner else []
-    return s
+        return [parse_scalar(part.strip()) for part in _split_top(inner)] if inner else []
+    return text  # a string keeps its blanks: `$'...\n'` in a shell word, `" "` as a separator
 
 
 def looks_numeric(text: str) -> bool:

@@ -340,6 +340,16 @@ class Lexer:
                 self._double_quoted(parts, lit, flush, closing=True)
                 state["quoted"] = False
                 continue
+            if ch == "$" and self.i + 1 < n and text[self.i + 1] == "'":  # $'...': ANSI-C quoting
+                flush()
+                begin = self.i
+                chunk, self.i = _ansi_c(text, self.i + 2)
+                if chunk is None:
+                    raise self.error("unterminated $'...' quote")
+                parts.append(Part("lit", chunk, True, self.line))
+                self.line += text[begin:self.i].count("\n")
+                state["line"] = self.line
+                continue
             if ch in "$`":
                 flush()
                 parts.append(self._expansion(quoted=False))
@@ -529,3 +539,41 @@ def arith(expr: str, lookup) -> int:
             raise Unresolved() from exc
 
     return ev(tree)
+
+
+_ANSI_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b", "f": "\f",
+                 "v": "\v", "\\": "\\", "'": "'", '"': '"', "?": "?"}
+
+
+def _ansi_c(text: str, i: int) -> tuple[str | None, int]:
+    """The text of a `$'...'` string from just after its opening quote (bash's escapes: \\n, \\t,
+    \\', \\\\, \\xHH, \\NNN octal), and the index after its closing quote; None when it never closes."""
+    out: list[str] = []
+    n = len(text)
+    while i < n:
+        c = text[i]
+        if c == "'":
+            return "".join(out), i + 1
+        if c == "\\" and i + 1 < n:
+            nxt = text[i + 1]
+            if nxt in _ANSI_ESCAPES:
+                out.append(_ANSI_ESCAPES[nxt])
+                i += 2
+                continue
+            if nxt == "x":
+                digits = re.match(r"[0-9a-fA-F]{1,2}", text[i + 2:i + 4])
+                if digits:
+                    out.append(chr(int(digits.group(), 16)))
+                    i += 2 + len(digits.group())
+                    continue
+            if nxt in "01234567":
+                digits = re.match(r"[0-7]{1,3}", text[i + 1:i + 4])
+                out.append(chr(int(digits.group(), 8)))
+                i += 1 + len(digits.group())
+                continue
+            out.append(c)  # an unknown escape stays as written
+            i += 1
+            continue
+        out.append(c)
+        i += 1
+    return None, i

@@ -42,6 +42,7 @@ from mint_migrate.analyze.task import (
     schedule_from,
 )
 from mint_migrate.plan import Algorithm, RewardPlan, ScaffoldKind, Settings
+from mint_migrate.pyindex import literal_value
 
 TRAINERS: dict[str, Algorithm] = {
     "SFTTrainer": "sft", "DPOTrainer": "dpo", "GRPOTrainer": "grpo", "PPOTrainer": "ppo",
@@ -281,6 +282,11 @@ def _trainer(project: Project, call: CallSite, trainer: str, src: PySource, ev: 
     passed = passed_in(project, src, call.scope, rewards) if rewards is not None else None
     # `def train_model(..., reward_funcs)`: the list is written at its caller, in its file
     rewards, at, scope = passed if passed is not None else (rewards, src, call.scope)
+    if isinstance(rewards, cst.SimpleString | cst.ConcatenatedString):  # TRL loads a string as a reward model
+        ev.warn("REWARD_MODEL_SCORING", f"reward_funcs={literal_value(rewards)!r} is a reward model TRL loads, not a "
+                "function. MinT serves no reward-model head: score in Python (a rule-based reward), or call a MinT "
+                "sampler as a judge.", at.loc(rewards))
+        rewards = None
     if rewards is not None:
         names = function_names(rewards, at, scope)
         if names:
@@ -613,6 +619,22 @@ def _trl_reward(project: Project, ev: Evidence, settings: Settings) -> RewardPla
     return plan
 
 
+_IMPORTS = ("trl", "alignment", "open_r1")  # alignment-handbook and open-r1 drive TRL trainers
+
+
+def _shows_trl(src: PySource) -> Loc | None:
+    """An import of TRL (or of a package driving it), or a TRL trainer class taken from a copy of TRL
+    vendored under another name (`from trl_main import GRPOTrainer`)."""
+    found = src.imports_module(*_IMPORTS) or src.imports_wrapper_of(*_IMPORTS)
+    if found is not None:
+        return found
+    for local, qualified in src.imports.items():
+        top = qualified.split(".")[0]
+        if top.startswith("trl") and trl_class(local, TRAINERS) is not None:
+            return src.imports_module(top)
+    return None
+
+
 ANALYZER = Analyzer(
     read_task=read_task,
     name="trl",
@@ -623,7 +645,8 @@ ANALYZER = Analyzer(
     defaults=defaults,
     optimizer_defaults=optimizer_defaults,
     reserved_names=("model_name_or_path",),  # PPO examples load only the tokenizer from it
-    imports=("trl", "alignment", "open_r1"),  # alignment-handbook and open-r1 drive TRL trainers
+    imports=_IMPORTS,
+    detect_python=_shows_trl,
     detect_command=_is_trl_command,
     detect_config=looks_like_recipe,
 )

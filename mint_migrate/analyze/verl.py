@@ -252,6 +252,10 @@ def _rl(project: Project, config: dict[str, Value], ev: Evidence, command: Comma
         named = algorithm_in_name(launcher) if launcher else None
         if named in ("grpo", "reinforce"):  # `train_grpo.sh` of a fork whose own config sets the estimator
             ev.vote(named, where, f"{where.path} names it, and no adv_estimator is stated", 3)
+        elif not any(k.startswith("critic.") for k in config) and any(k.startswith("actor_rollout_ref.") for k in config):
+            named = "grpo"  # a PPO run always sizes its critic; a fork whose own config picks the estimator
+            ev.vote("grpo", where, "no adv_estimator and no critic settings: the fork's own config picks a "
+                    "critic-free estimator (GRPO's family)", 3)
     target = (command.module or command.script or "") if command else ""
     if target.startswith("recipe."):
         recipe = target.split(".")[1]
