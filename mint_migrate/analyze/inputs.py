@@ -178,10 +178,11 @@ def load_project(source: Path, configs: list[Path], framework_modules: tuple[str
 _CONFIG_MODULES = {"config", "configs", "settings", "hparams", "hyperparams", "params", "arguments", "args"}
 
 
-def _follow_own_trainer(project: Project, entry: InputFile) -> None:
+def _follow_own_modules(project: Project, entry: InputFile) -> None:
     """A script that hands its run to a trainer of the project's own (`from grpo import GRPO` ...
-    `GRPO(...).train()`, `from om_rl.training.trainer import train` ... `train(config)`): the module
-    that holds it, found beside the script or in a folder above, is read as if it had been given."""
+    `GRPO(...).train()`, `from om_rl.training.trainer import train` ... `train(config)`), or reads its
+    settings from a config module of its own (`from config import Config`): that module, found beside
+    the script or in a folder above, is read as if it had been given."""
     src = entry.python
     started = {(dotted_name(c.node.func) or "").rpartition(".")[0] for c in src.calls if c.name == "train"}
     for local, qualified in src.imports.items():
@@ -276,7 +277,7 @@ def _link_launches(project: Project, framework_modules: tuple[str, ...]) -> None
                 script_file.python.use_command_line(command_flags(command))
     _compose_for_missing_script(project)
     for f in [g for g in project.pythons() if g.primary or g.launched_by is not None]:
-        _follow_own_trainer(project, f)
+        _follow_own_modules(project, f)
     for f in project.pythons():
         if f.launched_by is None:
             flags, f.example = example_flags(f.python)
