@@ -412,3 +412,59 @@ def test_a_launched_main_that_hands_its_run_to_a_pipeline_module_and_a_plain_con
     assert (plan.framework, plan.algorithm) == ("pytorch", "dpo")
     assert (s.learning_rate.value, s.learning_rate.source) == (0.001, "config.py:5")
     assert (s.beta.value, s.dataset.value) == (0.1, "data/train_data.json")
+
+
+@pytest.mark.parametrize("command, flags, algorithm", [
+    ("torchrun --standalone --nnodes=1 --nproc-per-node=1 main.py", "--max_source_length 64 --predict_with_generate "
+     "--pre_seq_len 128", "sft"),  # a Seq2SeqTrainer script copied from transformers' examples
+    ("torchrun --nnodes 1 --nproc_per_node 4 ./src/train/finetuning.py", "--use_peft --peft_method lora "
+     "--batch_size_training 2 --enable_fsdp True", "sft"),  # llama-recipes' hand-written loop
+])
+def test_launches_of_missing_trainer_and_llama_recipes_scripts_are_pytorch_guesses(tmp_path, command, flags, algorithm):
+    launcher = write(tmp_path, "proj/run.sh", f"""
+        {command} \\
+            --model_name_or_path THUDM/chatglm2-6b \\
+            --learning_rate 2e-2 \\
+            {flags}
+    """)
+    plan = analyze(launcher, [])
+    assert (plan.framework, plan.algorithm) == ("pytorch", algorithm) and guessed(plan) is not None
+
+
+def test_a_script_under_a_folder_only_the_machine_knows_is_still_found_and_getopts_values_are_the_callers(tmp_path):
+    write(tmp_path, "proj/src/trainers/kto_trainer.py", """
+        from trl import KTOConfig, KTOTrainer
+
+        trainer = KTOTrainer(model="gpt2", args=KTOConfig(output_dir="out"), train_dataset=data)
+        trainer.train()
+    """)
+    launcher = write(tmp_path, "proj/scripts/train_kto.sh", """
+        export PROJECT_DIR=$(pwd)
+        while getopts "m:" opt; do
+          case $opt in
+            m) MODEL=$OPTARG ;;
+          esac
+        done
+        python $PROJECT_DIR/src/trainers/kto_trainer.py --model_name_or_path "$MODEL" --learning_rate 1e-3
+    """)
+    plan = analyze(launcher, [])
+    assert (plan.framework, plan.algorithm) == ("trl", "kto")
+    assert guessed(plan) is None  # the script was found and read
+    assert plan.settings.base_model.value == "gpt2"  # the code's own; "$OPTARG" is only the caller's -m option
+
+
+def test_a_trainer_whose_loss_is_a_kl_to_a_teacher_through_the_projects_own_function_is_distillation(tmp_path):
+    script = write(tmp_path, "kd/train.py", """
+        from transformers import AutoModelForCausalLM, Trainer, TrainingArguments
+        from utils import compute_fkl
+
+        class KDTrainer(Trainer):
+            def compute_loss(self, model, inputs, return_outputs=False):
+                logits = model(**inputs).logits
+                teacher_logits = self.teacher_model(**inputs).logits
+                return compute_fkl(logits, teacher_logits, inputs["labels"], temp=2.0)
+
+        model = AutoModelForCausalLM.from_pretrained("Qwen/Qwen2.5-0.5B-Instruct")
+        KDTrainer(model=model, args=TrainingArguments(output_dir="out")).train()
+    """)
+    assert analyze(script, []).algorithm == "distillation"

@@ -1162,8 +1162,11 @@ def test_a_tinker_loop_asking_one_sample_at_a_time_per_group_member_with_a_beta_
     assert s.reward_functions.value == ["tracker.calculate_rewards"]
 
 
-@pytest.mark.parametrize("micro_batch, kl", [("ppo_micro_batch_size=64", 0.001),  # before use_kl_in_reward
-                                             ("ppo_micro_batch_size_per_gpu=4", None)])  # current: off by default
+@pytest.mark.parametrize("micro_batch, kl", [
+    ("ppo_micro_batch_size=64", 0.001),  # written for verl before use_kl_in_reward: the KL is in the reward
+    ("ppo_micro_batch_size_per_gpu=4 data.val_batch_size=500", 0.001),  # a key verl has since dropped
+    ("ppo_micro_batch_size_per_gpu=4", None),  # current verl: the in-reward KL is off unless switched on
+])
 def test_an_unswitched_in_reward_kl_applies_only_in_verl_from_before_use_kl_in_reward(tmp_path, micro_batch, kl):
     plan = plan_of(tmp_path, "train_ppo.sh", f"""
         python3 -m verl.trainer.main_ppo \\

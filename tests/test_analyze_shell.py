@@ -629,3 +629,10 @@ def test_ansi_c_quoted_words_read_as_bash_reads_them(word):
 def test_a_flag_value_keeps_its_blanks_and_a_list_its_items_trimmed():
     _, cmd = only_command("python t.py --template $'Q: {}\\nA: ' --sep ' ' --mods '[q_proj, v_proj]'\n")
     assert args_of(cmd) == {"template": "Q: {}\nA: ", "sep": " ", "mods": ["q_proj", "v_proj"]}
+
+
+def test_a_getopts_argument_is_the_callers_like_a_positional_parameter():
+    from mint_migrate.analyze.shell import POSITIONAL_ONLY
+
+    assert POSITIONAL_ONLY.fullmatch("$OPTARG") and POSITIONAL_ONLY.fullmatch("$OPTARG$OPTARG")
+    assert POSITIONAL_ONLY.fullmatch("${1}$2") and not POSITIONAL_ONLY.fullmatch("$OPTARG/train.parquet")

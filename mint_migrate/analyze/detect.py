@@ -23,10 +23,13 @@ _TRL_FLAGS = {"model_name_or_path", "per_device_train_batch_size", "num_generati
 # Flags of accelerate's `*_no_trainer.py` example scripts, the hand-written loop most projects copy
 # (open-instruct's finetune.py and dpo_tune.py among them): not TrainingArguments fields.
 _NO_TRAINER_FLAGS = {"with_tracking", "checkpointing_steps", "use_slow_tokenizer", "resume_from_checkpoint_dir",
-                     "num_warmup_steps", "zero_stage", "actor_zero_stage"}  # and DeepSpeed-Chat's, derived from it
+                     "num_warmup_steps", "zero_stage", "actor_zero_stage",  # and DeepSpeed-Chat's, derived from it
+                     "batch_size_training", "enable_fsdp", "peft_method"}  # llama-recipes / llama-cookbook's loop
 # Fields of the Stanford-Alpaca-style `transformers.Trainer` scripts (FastChat, Vicuna, MedicalGPT's
-# SFT): the tokenizer's `model_max_length` where TRL's configs say max_seq_length / max_length.
-_HF_TRAINER_FLAGS = {"model_max_length", "lazy_preprocess"}
+# SFT): the tokenizer's `model_max_length` where TRL's configs say max_seq_length / max_length; and of
+# the Seq2SeqTrainer scripts copied from transformers' examples (ChatGLM's P-Tuning).
+_HF_TRAINER_FLAGS = {"model_max_length", "lazy_preprocess",
+                     "predict_with_generate", "pre_seq_len", "prompt_column", "response_column"}  # Seq2SeqTrainer ones
 
 
 @dataclass(frozen=True)

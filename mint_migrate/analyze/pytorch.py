@@ -322,8 +322,8 @@ def _algorithm(src: PySource, ev: Evidence) -> None:
                 "(a Bradley-Terry reward model)", 4)
     elif "logsigmoid" in calls and ("chosen" in text or "rejected" in text):
         ev.vote("dpo", first["logsigmoid"], "logsigmoid(beta * (chosen - rejected)) loss", 3)
-    elif "kl_div" in calls and "teacher" in text:
-        ev.vote("distillation", first["kl_div"], "kl_div(student, teacher) loss", 3)
+    elif (kl := next((n for n in calls if _KL_LOSS.search(n)), None)) is not None and "teacher" in text:
+        ev.vote("distillation", first[kl], f"{kl}(student, teacher) loss", 3)
         for call in model_loaders(src):
             if "teacher" in (call.assigned_to or "").lower() and model_id(call) is not None:
                 teacher_warning(ev, str(model_id(call).value), call.loc)
@@ -368,6 +368,9 @@ def _imported_loss(src: PySource) -> tuple[str, str, Loc] | None:
         return algorithm, local, used[0] if used else src.imports_module(qualified.rsplit(".", 1)[0]) or Loc(src.label, 1)
     return None
 
+
+# A KL between two models' distributions, however a project names it: `kl_div`, `compute_fkl`, `rkl_loss`.
+_KL_LOSS = re.compile(r"(^|_)[fr]?kl(_|$|div)|kl_div", re.I)
 
 _SAMPLER_CALLS = {"generate", "sample", "sample_async", "SamplingParams", "LLM", "multinomial"}
 _RL = ("grpo", "ppo", "reinforce")

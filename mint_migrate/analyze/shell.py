@@ -52,7 +52,7 @@ _WRAPPER_OPERAND = {"timeout", "taskset"}  # `timeout 3600 python ...`: one word
 _ENV_RUNNERS = {"uv", "poetry", "pipenv", "conda", "pixi", "rye", "hatch"}  # `conda run -n env python ...`
 _DECLARE = {"export", "declare", "local", "readonly", "typeset"}
 # A value that is only a positional parameter (`"$3"`): "the caller's third argument", nothing more.
-POSITIONAL_ONLY = re.compile(r"\$(\d|\{\d+\}|@|\*)")
+POSITIONAL_ONLY = re.compile(r"(\$(\d|\{\d+\}|@|\*|OPTARG|\{OPTARG\}))+")  # getopts' $OPTARG is one too
 _PROGRAMS = {"torchrun", "deepspeed", "accelerate", "ray", "trl", *_ENV_RUNNERS, *_WRAPPERS}
 
 
@@ -1563,6 +1563,9 @@ def _placeholder_prefix(parts: list[Part], part: Part) -> bool:
     return starts_a_path or whole_override
 
 
+_UNKNOWN_ROOT = re.compile(r"^(\$\{?\w+\}?|\$\(\s*pwd\s*\))/")  # `$ROOT/`, `$(pwd)/`; never `$(dirname $MODEL)/`
+
+
 def _located(tok: Tok) -> str | None:
     """A command's program or script as a path to look for: its text, or a path the script builds
     from its own folder (`python $(dirname "$0")/train.py`): that folder is `.` from the script, the
@@ -1570,10 +1573,16 @@ def _located(tok: Tok) -> str | None:
     if tok.text is not None:
         return tok.text
     m = _OWN_DIR.match(tok.raw)
-    if m is None:
-        return None
-    path = "." + (m.group(1) or "") + tok.raw[m.end():]
-    return None if any(c in path for c in "$`") else path
+    if m is not None:
+        path = "." + (m.group(1) or "") + tok.raw[m.end():]
+        return None if any(c in path for c in "$`") else path
+    # `python $PROJECT_DIR/src/trainers/kto_trainer.py` (PROJECT_DIR=$(pwd), or the machine's): the
+    # script's path below the folder only the machine knows, looked for like any other script
+    written = tok.partial or tok.raw
+    rest = _UNKNOWN_ROOT.sub("", written)
+    if rest != written and rest.endswith(".py") and not any(c in rest for c in "$`"):
+        return rest
+    return None
 
 
 def _unquote(text: str) -> str:

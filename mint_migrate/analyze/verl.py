@@ -377,11 +377,13 @@ def _kl_warning(ev: Evidence, what: str, value: Value) -> None:
 
 def _before_kl_in_reward(config: dict[str, Value]) -> bool:
     """verl before `algorithm.use_kl_in_reward` existed (early 2025), and the forks copied from it,
-    put the KL penalty in the reward whenever it is not in the loss. Their configs say so by micro
-    batch sizes that are not yet per GPU."""
+    put the KL penalty in the reward whenever it is not in the loss. Their launches say so by keys
+    that verl has since renamed or dropped: micro batch sizes not yet per GPU, `data.val_batch_size`,
+    `fsdp_config.grad_offload`."""
     if any(k.endswith("use_kl_in_reward") for k in config):
         return False
-    return any(k.endswith((".ppo_micro_batch_size", ".log_prob_micro_batch_size")) for k in config)
+    return any(k.endswith((".ppo_micro_batch_size", ".log_prob_micro_batch_size", "data.val_batch_size",
+                           "fsdp_config.grad_offload")) for k in config)
 
 
 def _reward_function(project: Project, config: dict[str, Value], ev: Evidence) -> None:
