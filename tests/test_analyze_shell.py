@@ -583,6 +583,19 @@ def test_a_sourced_file_of_shared_flags_and_an_eval_of_them_cite_the_file_and_li
     assert "tee" not in by_name and "train.log" not in {a.raw for a in cmd.args}
 
 
+def test_variables_set_in_a_sourced_file_are_cited_in_that_file_wherever_the_launcher_uses_them():
+    shared = "# settings\nMODEL_PATH=\"\"  # fill in\nLR=2e-5\nNAME=\"run one\"\n"
+    files = {"env.sh": (shared, "env.sh")}
+    script = ShellScript("echo start\nsource env.sh\n"
+                         "python train.py --model_name_or_path \"$MODEL_PATH\" --lr $LR --name \"$NAME\"\n",
+                         "run.sh", sources=files.get)
+    by_name = {a.name: a for a in script.commands[0].args}
+    # left empty for the user: cited where env.sh leaves it empty, not at run.sh's line of that number
+    assert by_name["model_name_or_path"].literal(Level.COMMAND) == Value("$MODEL_PATH", Loc("env.sh", 2), Level.COMMAND)
+    assert by_name["lr"].value == Value(2e-05, Loc("env.sh", 3), Level.COMMAND)  # unquoted: split, one word
+    assert by_name["name"].value == Value("run one", Loc("env.sh", 4), Level.COMMAND)  # quoted
+
+
 def test_a_source_of_a_file_not_among_the_inputs_leaves_its_variables_unknown():
     script = ShellScript("source missing.sh\npython train.py --lr $LR\n", "run.sh", sources=lambda written: None)
     assert args_of(script.commands[0]) == {"lr": None}

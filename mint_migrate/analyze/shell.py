@@ -469,6 +469,15 @@ class ShellScript:
         k, number = divmod(line, _SOURCED_LINES)
         return Loc(self._labels[k], number) if 0 < k < len(self._labels) else Loc(self.label, line)
 
+    def _line_of(self, name: str, default: int) -> int:
+        """The (block-numbered, see _SOURCED_LINES) line where variable `name` was set; `default` when
+        it has no line. Loc holds the file's own number, which would read as this script's line."""
+        known = self.variables.get(name)
+        if known is None or known.loc is None:
+            return default
+        k = self._labels.index(known.loc.path) if known.loc.path in self._labels[1:] else 0
+        return k * _SOURCED_LINES + known.loc.line
+
     # -- control flow --
 
     def _nodes(self, commands: list[RawCommand]) -> list["_Node"]:
@@ -977,9 +986,7 @@ class ShellScript:
                                                             for p in parts))):
                 # `HDFS_MODEL_PATH=""  # to be replaced` ... `$HDFS_MODEL_PATH/Qwen2.5-7B`: the user's to fill,
                 # cited where the script leaves it empty
-                known = self.variables.get(part.text)
-                line = known.loc.line if known is not None and known.loc is not None else part.line
-                fields[-1].add(self._written(part, positional), line, unresolved=True)
+                fields[-1].add(self._written(part, positional), self._line_of(part.text, part.line), unresolved=True)
                 keep[-1] = True
                 continue
             if value is None:
@@ -990,12 +997,12 @@ class ShellScript:
                 add_split(value)
                 if len(fields) == count and part.kind == "var" and part.text in self.variables \
                         and self.variables[part.text].loc is not None:  # not split: still the variable's text
-                    fields[-1].spans.append((start, len(fields[-1].chars), self.variables[part.text].loc.line))
+                    fields[-1].spans.append((start, len(fields[-1].chars), self._line_of(part.text, part.line)))
             else:
                 start = len(fields[-1].chars)
                 fields[-1].extend(value)
                 if part.kind == "var" and part.text in self.variables and self.variables[part.text].loc is not None:
-                    fields[-1].spans.append((start, len(fields[-1].chars), self.variables[part.text].loc.line))
+                    fields[-1].spans.append((start, len(fields[-1].chars), self._line_of(part.text, part.line)))
                 keep[-1] = keep[-1] or part.quoted
         return [f for f, k in zip(fields, keep, strict=True) if f.chars or k]
 
