@@ -30,6 +30,9 @@ _NO_TRAINER_FLAGS = {"with_tracking", "checkpointing_steps", "use_slow_tokenizer
 # the Seq2SeqTrainer scripts copied from transformers' examples (ChatGLM's P-Tuning).
 _HF_TRAINER_FLAGS = {"model_max_length", "lazy_preprocess",
                      "predict_with_generate", "pre_seq_len", "prompt_column", "response_column"}  # Seq2SeqTrainer ones
+# A launch's flags that say its missing script is a hand-written loop (the pytorch analyzer), not TRL.
+_NOT_TRL_FLAGS = ((_NO_TRAINER_FLAGS, "accelerate's hand-written `no_trainer` loop, not TrainingArguments"),
+                  (_HF_TRAINER_FLAGS, "a script on transformers' Trainer (Stanford Alpaca's and its copies'), not TRL's"))
 
 
 @dataclass(frozen=True)
@@ -124,16 +127,11 @@ def _from_shell(project: Project, primary: InputFile) -> Detected:
     if (command.script or command.module) and script is None:
         flags = {a.name for a in command.flags()}
         handed = flags | {key for y in project.yamls() for key in y.yaml.values if "." not in key}
-        if handed & _NO_TRAINER_FLAGS:
-            return _guess(project, command.loc, f"{command.loc} runs {command.target}, which was not given; its flags "
-                          f"({sorted(handed & _NO_TRAINER_FLAGS)[0]}) are those of accelerate's hand-written "
-                          "`no_trainer` loop, not TrainingArguments: the plan is read from the launch's flags. Pass "
-                          f"it with --config {command.target} to read the training code")
-        if handed & _HF_TRAINER_FLAGS:
-            return _guess(project, command.loc, f"{command.loc} runs {command.target}, which was not given; its flags "
-                          f"({sorted(handed & _HF_TRAINER_FLAGS)[0]}) are those of a script on transformers' Trainer "
-                          "(Stanford Alpaca's and its copies'), not TRL's: the plan is read from the launch's flags. "
-                          f"Pass it with --config {command.target} to read the training code")
+        for known, whose in _NOT_TRL_FLAGS:
+            if handed & known:
+                return _guess(project, command.loc, f"{command.loc} runs {command.target}, which was not given; its "
+                              f"flags ({sorted(handed & known)[0]}) are those of {whose}: the plan is read from the "
+                              f"launch's flags. Pass it with --config {command.target} to read the training code")
         if flags & _TRL_FLAGS:
             return Detected("trl", command.loc)
         for y in project.yamls():  # the config it is handed says whose it is

@@ -25,7 +25,7 @@ from mint_migrate.analyze.pyvalues import CallSite, PySource, unpacked
 from mint_migrate.analyze.scalars import parse_scalar
 from mint_migrate.analyze.synonyms import looks_like_setting, meaning
 from mint_migrate.analyze.yamlconf import YamlConfig
-from mint_migrate.pyindex import dotted_name, field_default, iter_nodes, literal_value
+from mint_migrate.pyindex import dotted_name, field_default, literal_value
 from mint_migrate.pyparse import parse_ast
 
 Kind = str  # flag | override | config | keyword | argparse | field | constant | local | dict | env | launcher
@@ -273,15 +273,6 @@ def _name_of(node: cst.BaseExpression) -> str | None:
     return node.value if isinstance(node, cst.Name) else None
 
 
-def _names_used(src: PySource) -> dict[str, int]:
-    """How often each name occurs in the code (a class's own definition counts once)."""
-    counts: dict[str, int] = {}
-    for node in iter_nodes(src.module):
-        if isinstance(node, cst.Name):
-            counts[node.value] = counts.get(node.value, 0) + 1
-    return counts
-
-
 def _hydra(src: PySource) -> list[Stated]:
     """The config a `@hydra.main` function receives, composed from its defaults list and overrides."""
     return [] if src.hydra is None else _composed(src.hydra)
@@ -314,7 +305,7 @@ def _argparse(src: PySource) -> list[Stated]:
 def _fields(src: PySource, others: str) -> list[Stated]:
     """Defaults of the config classes the run uses; a dataclass nothing builds or parses (its parser
     commented out, `others`: the text of the inputs' other Python files) states nothing."""
-    used = _names_used(src)
+    used = src.name_uses()  # a class's own definition counts once
     out = []
     for info in src.classes.values():
         if not info.is_config or not (used.get(info.name, 0) > 1 or re.search(rf"\b{info.name}\b", others)):

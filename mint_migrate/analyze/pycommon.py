@@ -1,6 +1,7 @@
 """Python facts that mean the same in every framework: model and dataset loading, optimizers,
 LoRA configs, and the infrastructure imports that become server-side on MinT."""
 
+import functools
 
 import libcst as cst
 
@@ -167,9 +168,9 @@ def function_names(node: cst.BaseExpression | None, src: PySource, scope) -> lis
             return None
         if node.value in src.functions or node.value in src.imports:
             return [node.value]
-        found = src.definition(node.value, scope, src.line(node))
-        if found and found[0] == "assign" and isinstance(found[1].value, cst.Call) and not node.value.endswith("s"):
+        if built_by_a_call(node, src, scope) and not node.value.endswith("s"):
             return [node.value]  # `reward_fn = create_reward_fn(cfg)`: one function a factory built, by its name
+        found = src.definition(node.value, scope, src.line(node))
         if found and found[0] == "assign" and found[1].value is not node:
             return function_names(found[1].value, src, found[1].scope)
         return [node.value]
@@ -182,7 +183,7 @@ def function_names(node: cst.BaseExpression | None, src: PySource, scope) -> lis
         names: list[str] = []
         for element in node.elements:
             if isinstance(element, cst.Element):
-                if isinstance(element.value, cst.Name) and _built_by_a_call(element.value, src, scope):
+                if built_by_a_call(element.value, src, scope):
                     names.append(element.value.value)  # `reward_fn = make_reward_fn(...)`; `[reward_fn]`: that one
                     continue
                 inner = function_names(element.value, src, scope)
@@ -198,7 +199,11 @@ def function_names(node: cst.BaseExpression | None, src: PySource, scope) -> lis
     return None
 
 
-def _built_by_a_call(node: cst.Name, src: PySource, scope) -> bool:
+def built_by_a_call(node: cst.BaseExpression | None, src: PySource, scope) -> bool:
+    """A name bound to what a call returned (`reward_fn = make_reward_fn(cfg)`): what it holds is
+    decided in the callee or the config it reads, not where the name is used."""
+    if not isinstance(node, cst.Name):
+        return False
     found = src.definition(node.value, scope, src.line(node))
     return bool(found and found[0] == "assign" and isinstance(found[1].value, cst.Call))
 
@@ -346,9 +351,14 @@ def _aliased_function(src: PySource, call: CallSite) -> tuple[str, Loc] | None:
 _LIBRARY_ROOTS = {"numpy", "np", "wandb", "logging", "math", "statistics", "datasets", "ray", "json", "os", "self"}
 
 
+@functools.cache
+def _libraries() -> frozenset[str]:
+    return frozenset(_LIBRARY_ROOTS | {name.split(".")[0] for a in analyzers() for name in a.imports})
+
+
 def _project_object(src: PySource, root: str) -> bool:
     """`tracker` in `tracker.calculate_rewards(...)`: a local object or a project module, not a library."""
-    libraries = _LIBRARY_ROOTS | {name.split(".")[0] for a in analyzers() for name in a.imports}
+    libraries = _libraries()
     return root not in libraries and src.qualify(root).split(".", 1)[0] not in libraries
 
 

@@ -180,8 +180,8 @@ def _hf_trainer(src: PySource, ev: Evidence) -> None:
 def _settings(src: PySource, ev: Evidence) -> None:
     model = trained_model_call(src)
     if model is not None:
-        ev.setting("base_model", model_id(model))
         loaded = model_id(model)
+        ev.setting("base_model", loaded)
         if loaded is None or (isinstance(loaded.value, str) and loaded.value.startswith((".", "/", "~"))):
             ev.setting("base_model", _downloaded_model(src))  # the hub id behind a local snapshot folder
     loads = dataset_calls(src)

@@ -9,7 +9,6 @@ evidence.Level). The command line and the config files are bound to the source f
 (`use_command_line`, `use_configs`): inputs.py links them.
 """
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -77,16 +76,10 @@ class CallSite(Call):
         the trainer's `# peft_config=peft_config` commented out): built, then never handed to anything."""
         if not self.assigned_to:
             return False
-        uses = re.findall(rf"(?<![\w.]){re.escape(self.assigned_to)}\b", _code_only(self.src.text))
-        return len(uses) <= 1
+        return self.src.name_uses().get(self.assigned_to, 0) <= 1
 
 
 # --- namespaces: what `x` is in `x.attr` ---------------------------------------------------------
-
-
-def _code_only(text: str) -> str:
-    """The text without `#` comments (strings stay: a name inside an f-string is a use)."""
-    return re.sub(r"(?m)^(\s*)#.*$|\s+#(?![^\n]*[\"']).*$", "", text)
 
 
 # Parameter names that carry a script's parsed command line into its functions (`def main(args)`).
@@ -157,6 +150,21 @@ class PySource:
         self.hydra: YamlConfig | None = None  # the composed config a `@hydra.main` function receives
         self._memo: dict[tuple[int, int], Value | None] = {}
         self._returns: dict[int, tuple[cst.BaseExpression, ...]] = {}
+        self._name_uses: dict[str, int] | None = None
+
+    def name_uses(self) -> dict[str, int]:
+        """How often each name occurs in the code, binding included (`x = ...; f(x)`: 2); an
+        attribute (`obj.x`) is not a use of `x`, a name in an f-string is."""
+        if self._name_uses is None:
+            attrs: set[int] = set()  # an Attribute comes before its `.attr` Name in iter_nodes' order
+            counts: dict[str, int] = {}
+            for node in iter_nodes(self.module):
+                if isinstance(node, cst.Attribute):
+                    attrs.add(id(node.attr))
+                elif isinstance(node, cst.Name) and id(node) not in attrs:
+                    counts[node.value] = counts.get(node.value, 0) + 1
+            self._name_uses = counts
+        return self._name_uses
 
     # -- positions --
 

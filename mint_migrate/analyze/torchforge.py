@@ -71,11 +71,11 @@ def analyze(project: Project, ev: Evidence) -> None:
             k.startswith(("policy.", "generator.")) for k in config):  # SFT: the hub weights the trainer loads
         ev.setting("base_model", assets)
 
-    datasets = config.get("training.datasets") or config.get("dataset.datasets") or config.get("training.dataset")
+    key = next((k for k in ("training.datasets", "dataset.datasets", "training.dataset") if config.get(k)), None)
+    datasets = config[key] if key is not None else None
     if datasets is not None and isinstance(datasets.value, list):
         paths = [d["path"] for d in datasets.value if isinstance(d, dict) and isinstance(d.get("path"), str)]
         if paths:
-            key = next(k for k in ("training.datasets", "dataset.datasets", "training.dataset") if config.get(k) is datasets)
             line = next((y.yaml.item_lines[f"{key}.0.path"] for y in project.yamls()
                          if y.yaml.label == datasets.loc.path and f"{key}.0.path" in y.yaml.item_lines), None)
             where = datasets if line is None else Value(datasets.value, Loc(datasets.loc.path, line), datasets.level)

@@ -16,6 +16,7 @@ from mint_migrate.analyze.inputs import InputFile, Project, command_flags
 from mint_migrate.analyze.pycommon import (
     TEACHER_FLAG,
     algorithm_in_name,
+    built_by_a_call,
     dataset_calls,
     dataset_id,
     function_names,
@@ -277,7 +278,7 @@ def _trainer(project: Project, call: CallSite, trainer: str, src: PySource, ev: 
         ev.extra(f"trl.{key}", Value(True, src.loc(node)))
     rewards = call.kwarg_node("reward_funcs")
     if isinstance(rewards, cst.Call) or (isinstance(rewards, cst.Name) and rewards.value == "None") \
-            or _built_by_call(rewards, src, call.scope):
+            or built_by_a_call(rewards, src, call.scope):
         rewards = None  # built by a factory (from the recipe's reward_funcs list), or none at all
     passed = passed_in(project, src, call.scope, rewards) if rewards is not None else None
     # `def train_model(..., reward_funcs)`: the list is written at its caller, in its file
@@ -312,15 +313,6 @@ def _trainer(project: Project, call: CallSite, trainer: str, src: PySource, ev: 
             base = src.class_base(config.name, set(CONFIGS))
             if base:
                 ev.vote(CONFIGS[base], config.loc, f"{config.name} (a {base})", 2)
-
-
-def _built_by_call(node: cst.BaseExpression | None, src: PySource, scope) -> bool:
-    """`reward_funcs = get_reward_funcs(script_args)` before `GRPOTrainer(reward_funcs=reward_funcs)`:
-    the names are in the config the factory reads, not in the code."""
-    if not isinstance(node, cst.Name):
-        return False
-    found = src.definition(node.value, scope, src.line(node))
-    return bool(found) and found[0] == "assign" and isinstance(found[1].value, cst.Call)
 
 
 def _left_to_fill(command) -> list[tuple[str, Value]]:

@@ -238,10 +238,11 @@ def _rl(project: Project, config: dict[str, Value], ev: Evidence, command: Comma
     samples = next((config[k] for k in ("actor_rollout_ref.rollout.n", "actor_rollout_ref.rollout.n_agent",
                                         "worker.rollout.n") if k in config), None)
     grouped = samples is not None and (as_int(samples.value) or 0) > 1
-    named = None
+    critic_keys = [k for k in config if k.startswith("critic.")]
+    named = None  # the algorithm the launcher's name or its missing critic says, when no estimator is stated
     if estimator is not None:
         algorithm, variant = estimator_algorithm(str(estimator.value), ESTIMATORS)
-        if algorithm == "other" and grouped and not any(k.startswith("critic.") for k in config):
+        if algorithm == "other" and grouped and not critic_keys:
             algorithm = "grpo"  # a fork's own estimator over groups of samples, with no critic: GRPO's family
         ev.vote(algorithm, estimator.loc, f"algorithm.adv_estimator={estimator.value}", 3)
         ev.extra("kind_hint", Value("grpo", estimator.loc))
@@ -252,7 +253,7 @@ def _rl(project: Project, config: dict[str, Value], ev: Evidence, command: Comma
         named = algorithm_in_name(launcher) if launcher else None
         if named in ("grpo", "reinforce"):  # `train_grpo.sh` of a fork whose own config sets the estimator
             ev.vote(named, where, f"{where.path} names it, and no adv_estimator is stated", 3)
-        elif not any(k.startswith("critic.") for k in config) and any(k.startswith("actor_rollout_ref.") for k in config):
+        elif not critic_keys and any(k.startswith("actor_rollout_ref.") for k in config):
             named = "grpo"  # a PPO run always sizes its critic; a fork whose own config picks the estimator
             ev.vote("grpo", where, "no adv_estimator and no critic settings: the fork's own config picks a "
                     "critic-free estimator (GRPO's family)", 3)
@@ -304,9 +305,7 @@ def _rl(project: Project, config: dict[str, Value], ev: Evidence, command: Comma
     _easyr1_kl(config, ev)
 
     # critic / GAE
-    critic_keys = [k for k in config if k.startswith("critic.")]
-    if (estimator is None and named not in ("grpo", "reinforce")) or (estimator is not None and estimator.value == "gae") \
-            or (critic_keys and named not in ("grpo", "reinforce")):
+    if (estimator is None or estimator.value == "gae" or critic_keys) and named not in ("grpo", "reinforce"):
         loc = estimator.loc if estimator is not None else (config[critic_keys[0]].loc if critic_keys else where)
         ev.warn("CRITIC_GAE", "GAE advantages need a critic (value model), and MinT has none. The migration uses a "
                 "group baseline instead: several samples per prompt (rollout.n), advantage = reward - group mean "
