@@ -596,6 +596,41 @@ def test_variables_set_in_a_sourced_file_are_cited_in_that_file_wherever_the_lau
     assert by_name["name"].value == Value("run one", Loc("env.sh", 4), Level.COMMAND)  # quoted
 
 
+@pytest.mark.skipif(shutil.which("bash") is None, reason="bash is the oracle")
+def test_a_script_run_with_bash_is_a_child_shell_that_sees_the_exports_only(tmp_path):
+    child = ("echo \"<${SHARED:-unset}> <${LOCAL:-unset}> <${1:-none}>\"\n"
+             "LEAK=1\n"
+             "python3 train.py --model $SHARED --local ${LOCAL:-fallback} --tag $1\n")
+    parent = ("export SHARED=Qwen/Qwen2.5-3B\nLOCAL=kept-here\n"
+              "bash ./scripts/train.sh run7\n"
+              "python3 eval.py --leak ${LEAK:-absent}\n")
+    (tmp_path / "scripts").mkdir()
+    (tmp_path / "scripts" / "train.sh").write_text(child.replace("python3", "echo python3"))
+    shown = subprocess.run(["bash", "-c", parent.replace("python3 eval", "echo python3 eval")], cwd=tmp_path,
+                           capture_output=True, text=True, check=True).stdout.splitlines()
+    assert shown == ["<Qwen/Qwen2.5-3B> <unset> <run7>", "python3 train.py --model Qwen/Qwen2.5-3B --local fallback --tag run7",
+                     "python3 eval.py --leak absent"]
+    files = {"./scripts/train.sh": (child, "scripts/train.sh")}
+    script = ShellScript(parent, "launch.sh", sources=files.get)
+    train, evaluation = script.commands
+    assert args_of(train) == {"model": "Qwen/Qwen2.5-3B", "local": "fallback", "tag": "run7"}  # as bash ran it
+    assert {a.name: a.value.loc for a in train.args} == {"model": Loc("launch.sh", 1), "local": Loc("scripts/train.sh", 3),
+                                                        "tag": Loc("launch.sh", 3)}
+    assert script.included == ["scripts/train.sh"]
+    assert args_of(evaluation) == {"leak": "absent"}  # what the child set stays in the child
+
+
+@pytest.mark.parametrize("root", ['"$( cd "$( dirname "${BASH_SOURCE[0]}" )/.." && pwd )"',
+                                  '$(cd $(dirname $0)/..; pwd)', '"$(cd "$(dirname "$BASH_SOURCE")/.." && pwd -P)"'])
+def test_a_project_root_computed_from_the_scripts_own_folder_finds_the_script_below_it(root):
+    script = ShellScript(f"PROJECT_ROOT={root}\n"
+                         "deepspeed --include localhost:0,1 ${PROJECT_ROOT}/src/sft/train.py --learning_rate 5e-5\n",
+                         "bin/run_sft.sh")
+    (command,) = script.commands
+    assert (command.program, command.script) == ("deepspeed", "./../src/sft/train.py")
+    assert args_of(command) == {"learning_rate": 5e-05}
+
+
 def test_a_source_of_a_file_not_among_the_inputs_leaves_its_variables_unknown():
     script = ShellScript("source missing.sh\npython train.py --lr $LR\n", "run.sh", sources=lambda written: None)
     assert args_of(script.commands[0]) == {"lr": None}

@@ -200,13 +200,13 @@ def _follow_own_modules(project: Project, entry: InputFile) -> None:
                 python_on_disk(project, entry.path.parent, written)
 
 
-_SOURCES = re.compile(r"^\s*(source|\.)\s+\S", re.M)
+_SOURCES = re.compile(r"^\s*(source|\.)\s+\S|\.(sh|bash)\b", re.M)
 
 
 def _follow_sources(project: Project) -> None:
-    """Launchers that `source` a shared file of variables (`source scripts/base_args.sh`): read
-    again with that file run in place, when it is an input or lies beside the launcher or in a
-    folder above it."""
+    """Launchers that `source` a shared file of variables (`source scripts/base_args.sh`) or run
+    another script (`bash scripts/train.sh`): read again with that file run in place (or as a child
+    shell), when it is an input or lies beside the launcher or in a folder above it."""
     for f in list(project.files):
         if f.shell is None or not _SOURCES.search(f.text):
             continue
@@ -245,10 +245,19 @@ def add_file(project: Project, path: Path, *, auto: bool) -> InputFile:
     return f
 
 
+def _includes(project: Project, label: str) -> list[str]:
+    """What the shell input `label` runs in itself (two files that run each other both launch)."""
+    return next((f.shell.included for f in project.files if f.label == label and f.shell is not None), [])
+
+
 def _link_launches(project: Project, framework_modules: tuple[str, ...]) -> None:
     """Connect each launch command to the script it runs, and hand that script its flags."""
+    # A script another input runs (`bash scripts/train.sh` after its exports) launches there, with
+    # what that input set; read alone, its variables would be the machine's.
+    shells = [f for f in project.files if f.shell is not None]
+    included = {label for f in shells for label in f.shell.included if f.label not in _includes(project, label)}
     for f in list(project.files):
-        if f.shell is None:
+        if f.shell is None or f.label in included:
             continue
         for command in f.shell.commands:
             script_file = None

@@ -464,6 +464,11 @@ class ShellScript:
         except _Exit:
             pass
 
+    @property
+    def included(self) -> list[str]:
+        """The labels of the files this script ran in itself (`source`) or as a child (`bash x.sh`)."""
+        return self._labels[1:]
+
     def _at(self, line: int) -> Loc:
         """Where a line is: in this script, or in a file it sources."""
         k, number = divmod(line, _SOURCED_LINES)
@@ -672,6 +677,8 @@ class ShellScript:
         if first in {"source", "."} and len(words) >= 2:
             self._source(words, positional, calls)
             return None
+        if self._child_script(words, positional, calls):
+            return None
         if first == "eval" and len(words) >= 2:
             self._eval(words, positional)
             return None
@@ -681,20 +688,49 @@ class ShellScript:
 
     def _source(self, words: list[Word], positional: list[Text] | None, calls: int) -> None:
         """`source common.sh [args]`: the file runs here, in this shell, when the inputs hold it."""
-        fields = self._fields(words[1], positional)
+        found = self._script_file(words[1], positional, calls)
+        if found is None:
+            return
+        args = [t for w in words[2:] for t in self._fields(w, positional)] if len(words) > 2 else positional
+        self._exec(found, args, calls + 1, 0)
+
+    def _script_file(self, word: Word, positional: list[Text] | None, calls: int) -> list["_Node"] | None:
+        """The commands of a script the inputs hold, found by the path written, with lines of their own."""
+        fields = self._fields(word, positional)
         written = fields[0].text if len(fields) == 1 else None
         found = self._sources(written) if self._sources is not None and written else None
         if found is None or found[1] in self._labels or calls >= _MAX_CALL_DEPTH:
-            return
+            return None
         text, label = found
         self._labels.append(label)
         offset = (len(self._labels) - 1) * _SOURCED_LINES
         try:
-            commands = Lexer(text, offset + 1, label).run()
+            return self._nodes(Lexer(text, offset + 1, label).run())
         except MintMigrateError:
-            return  # a file we cannot read: its variables stay unknown
-        args = [t for w in words[2:] for t in self._fields(w, positional)] if len(words) > 2 else positional
-        self._exec(self._nodes(commands), args, calls + 1, 0)
+            return None  # a file we cannot read: its variables stay unknown
+
+    def _child_script(self, words: list[Word], positional: list[Text] | None, calls: int) -> bool:
+        """`bash scripts/train.sh [args]` (or `sh`, or `./scripts/train.sh`): a script the inputs hold
+        runs as a child shell: it sees what this one exported, and what it sets stays its own."""
+        first = _literal(words[0]) or ""
+        if first.rsplit("/", 1)[-1] in {"bash", "sh", "zsh"} and len(words) >= 2 \
+                and not (_literal(words[1]) or "-").startswith("-"):
+            words = words[1:]
+        elif not first.endswith((".sh", ".bash")):
+            return False
+        found = self._script_file(words[0], positional, calls)
+        if found is None:
+            return False
+        saved = (self.variables, self._texts, self._arrays, self.partial, self._functions, self.exports)
+        self.variables = {name: value for name, value in self.variables.items() if name in self.exports}
+        self._texts = {name: text for name, text in self._texts.items() if name in self.exports}
+        self._arrays, self.partial, self._functions = {}, {}, {}
+        self.exports = dict(self.exports)
+        try:
+            self._exec(found, [t for w in words[1:] for t in self._fields(w, positional)], calls + 1, 0)
+        finally:
+            self.variables, self._texts, self._arrays, self.partial, self._functions, self.exports = saved
+        return True
 
     def _eval(self, words: list[Word], positional: list[Text] | None) -> None:
         """`eval "$header" "$training_args"`: the arguments joined by blanks, read as a command
@@ -1482,8 +1518,10 @@ class ShellScript:
 
 
 # `$(dirname "$0")`, `$(cd "$(dirname "$0")/.." && pwd)`: the script's own folder (and below it)
-_OWN_DIR = re.compile(r'\$\(\s*dirname\s+"?\$\{?0\}?"?\s*\)'
-                      r'|\$\(\s*cd\s+"?\$\(\s*dirname\s+"?\$\{?0\}?"?\s*\)(/[^"$`()]*)?"?\s*&&\s*pwd\s*\)')
+# The script's own folder: `$(dirname "$0")`, `$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)`.
+_SELF = r'(?:\$\{?0\}?|\$\{BASH_SOURCE(?:\[0\])?\}|\$BASH_SOURCE)'
+_OWN_DIR = re.compile(rf'\$\(\s*dirname\s+"?{_SELF}"?\s*\)'
+                      rf'|\$\(\s*cd\s+"?\$\(\s*dirname\s+"?{_SELF}"?\s*\)(/[^"$`()]*)?"?\s*(?:&&|;)\s*pwd(?:\s+-P)?\s*\)')
 
 
 _SOURCED_LINES = 10_000_000  # line numbers of the k-th sourced file start at k * this
