@@ -1481,3 +1481,26 @@ def test_a_verl_fork_launch_with_no_estimator_and_no_critic_is_grpo_and_openrlhf
             --n_samples_per_prompt 8
         """)
     assert (plan.framework, plan.algorithm) == ("openrlhf", "grpo")
+
+
+@pytest.mark.parametrize("entry, algorithm", [("train_dpo", "dpo"), ("train_sft", "sft"), ("train_rm", "reward_model")])
+def test_openrlhfs_first_layout_run_from_examples_scripts_is_openrlhf_by_its_own_flags(tmp_path, entry, algorithm):
+    # Before openrlhf.cli existed, examples/scripts/*.sh ran `../train_dpo.py`; forks still do. The
+    # launch's zero_stage alone would say DeepSpeed-Chat; --pretrain and --micro_train_batch_size say OpenRLHF.
+    plan = plan_of(tmp_path, "train_llama.sh", f"""
+        read -r -d '' training_commands <<EOF
+        ../{entry}.py \\
+             --pretrain meta-llama/Llama-3.1-8B \\
+             --micro_train_batch_size 1 \\
+             --train_batch_size 128 \\
+             --zero_stage 3 \\
+             --learning_rate 5e-7
+        EOF
+        deepspeed $training_commands
+        """)
+    assert (plan.framework, plan.algorithm) == ("openrlhf", algorithm)
+    assert (plan.settings.global_batch_size.value, plan.settings.learning_rate.value) == (128, 5e-7)
+    plan = plan_of(tmp_path, "run_ds_chat.sh", """
+        deepspeed main.py --model_name_or_path facebook/opt-1.3b --zero_stage 3 --learning_rate 9.65e-6
+        """)
+    assert plan.framework == "pytorch"  # DeepSpeed-Chat's zero_stage: not OpenRLHF

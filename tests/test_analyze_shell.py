@@ -684,3 +684,29 @@ def test_a_getopts_argument_is_the_callers_like_a_positional_parameter():
 
     assert POSITIONAL_ONLY.fullmatch("$OPTARG") and POSITIONAL_ONLY.fullmatch("$OPTARG$OPTARG")
     assert POSITIONAL_ONLY.fullmatch("${1}$2") and not POSITIONAL_ONLY.fullmatch("$OPTARG/train.parquet")
+
+
+def test_a_command_run_in_a_container_is_the_command_after_the_image():
+    script = ShellScript(
+        "IMAGE=vllm:v3\n"
+        "docker run --rm --gpus all --shm-size=16g \\\n"
+        "    -e \"VLLM_USE_V1=1\" -v /data:/workspace/data \\\n"
+        "    --workdir /opt/verl --entrypoint python3 $IMAGE \\\n"
+        "    -m verl.trainer.main_ppo actor_rollout_ref.actor.optim.lr=2e-5\n"
+        "apptainer exec --nv -B /scratch:/scratch image.sif torchrun --nproc_per_node 4 sft.py --lr 1e-4\n",
+        "run.sh")
+    verl, sft = script.commands
+    assert (verl.program, verl.module) == ("python", "verl.trainer.main_ppo")
+    assert args_of(verl) == {"actor_rollout_ref.actor.optim.lr": 2e-05}
+    assert verl.env["VLLM_USE_V1"] == Value("1", Loc("run.sh", 3), Level.COMMAND)
+    assert (sft.program, sft.script, args_of(sft)) == ("torchrun", "sft.py", {"lr": 1e-4})
+
+
+def test_an_inline_script_behind_a_wrapper_option_with_a_value_is_read():
+    script = ShellScript(
+        "export LR=1e-6\n"
+        "srun --jobid $SLURM_JOBID bash -c 'python -m torch.distributed.run --nproc_per_node 8 \\\n"
+        "  ../train_dpo.py --learning_rate $LR'\n",
+        "run.sh")
+    [cmd] = script.commands
+    assert (cmd.program, cmd.script, args_of(cmd)) == ("torchrun", "../train_dpo.py", {"learning_rate": 1e-6})

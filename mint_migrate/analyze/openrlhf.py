@@ -87,19 +87,27 @@ def optimizer_defaults(algorithm: Algorithm) -> dict[str, tuple[float, str]]:
             "weight_decay": (0.0, "--l2"), "grad_clip_norm": (1.0, "--max_norm")}
 
 
+# Flags only OpenRLHF's trainers take (DeepSpeed-Chat and the no_trainer loops share its zero_stage).
+_OWN_FLAGS = {"pretrain", "micro_train_batch_size", "reward_pretrain", "critic_pretrain", "micro_rollout_batch_size"}
+
+
 def is_openrlhf_command(command: Command) -> bool:
-    """OpenRLHF's entry points, or a fork's (`openrlhf_m.cli.train_ppo_ray`, `my_rlhf/cli/train_dpo.py`)."""
+    """OpenRLHF's entry points, or a fork's (`openrlhf_m.cli.train_ppo_ray`, `my_rlhf/cli/train_dpo.py`), or
+    the scripts of its first layout (`examples/train_dpo.py`, run as `../train_dpo.py` from examples/scripts)
+    given OpenRLHF's own flags."""
     target = command.module or command.script or ""
     if target.startswith("openrlhf") or "openrlhf/cli" in (command.script or ""):
         return True
     parts = target.removesuffix(".py").replace("/", ".").split(".")
-    return len(parts) >= 2 and parts[-2] == "cli" and _known_entry(parts[-1]) is not None
+    if len(parts) >= 2 and parts[-2] == "cli" and _known_entry(parts[-1]) is not None:
+        return True
+    return _known_entry(parts[-1]) is not None and bool({a.name for a in command.flags()} & _OWN_FLAGS)
 
 
 def entry_point(command: Command) -> str:
     """The OpenRLHF entry point a command runs; a fork's own variant (`multi_agent_train_ppo_ray`) is
     the entry point its name ends with."""
-    name = (command.module or command.script or "").rsplit(".", 1)[-1].removesuffix(".py").rsplit("/", 1)[-1]
+    name = (command.module or command.script or "").removesuffix(".py").replace("/", ".").rsplit(".", 1)[-1]
     return _known_entry(name) or name
 
 

@@ -49,11 +49,19 @@ _ARITH_UPDATE = re.compile(r"\s*(?:([A-Za-z_]\w*)\s*([-+*/%]?=)(?!=)\s*(.+?)|(?:
 _WRAPPERS = {"nohup", "time", "exec", "sudo", "nice", "stdbuf", "srun", "env", "mpirun", "mpiexec", "timeout",
              "taskset", "numactl"}
 _WRAPPER_OPERAND = {"timeout", "taskset"}  # `timeout 3600 python ...`: one word before the program
+# Container runners: the subcommands that run a command, and the options of theirs that take no value.
+_DOCKER_BARE = {"--rm", "-i", "-t", "-it", "-ti", "-d", "--detach", "--interactive", "--tty", "--privileged", "--init",
+                "--read-only"}
+_APPTAINER_BARE = {"--nv", "--nvccli", "--rocm", "--cleanenv", "-e", "--containall", "-C", "--contain", "-c",
+                   "--writable", "--writable-tmpfs", "--fakeroot", "--no-home"}
+_CONTAINERS = {"docker": ({"run", "exec"}, _DOCKER_BARE), "podman": ({"run", "exec"}, _DOCKER_BARE),
+               "nvidia-docker": ({"run", "exec"}, _DOCKER_BARE), "apptainer": ({"exec", "run"}, _APPTAINER_BARE),
+               "singularity": ({"exec", "run"}, _APPTAINER_BARE)}
 _ENV_RUNNERS = {"uv", "poetry", "pipenv", "conda", "pixi", "rye", "hatch"}  # `conda run -n env python ...`
 _DECLARE = {"export", "declare", "local", "readonly", "typeset"}
 # A value that is only a positional parameter (`"$3"`): "the caller's third argument", nothing more.
 POSITIONAL_ONLY = re.compile(r"(\$(\d|\{\d+\}|@|\*|OPTARG|\{OPTARG\}))+")  # getopts' $OPTARG is one too
-_PROGRAMS = {"torchrun", "deepspeed", "accelerate", "ray", "trl", *_ENV_RUNNERS, *_WRAPPERS}
+_PROGRAMS = {"torchrun", "deepspeed", "accelerate", "ray", "trl", *_ENV_RUNNERS, *_WRAPPERS, *_CONTAINERS}
 
 
 def _launch_program(text: str | None) -> bool:
@@ -1313,16 +1321,12 @@ class ShellScript:
     def _inline_script(self, toks: list[Tok], positional: list[Text] | None) -> bool:
         """`[srun ...] bash -c "..."`: the string is a script of its own, run here (its lines are
         the lines it is written on; what the outer shell expanded stays expanded)."""
-        i = 0
-        while i < len(toks) and (toks[i].text or "").rsplit("/", 1)[-1] in _WRAPPERS:
-            i += 1
-            while i < len(toks) and (toks[i].raw.startswith("-") or toks[i].key is not None):
-                i += 1
-        if i + 2 >= len(toks) or (toks[i].text or "").rsplit("/", 1)[-1] not in {"bash", "sh", "zsh"}:
+        toks, _ = self._unwrapped(toks, None)
+        if len(toks) < 3 or (toks[0].text or "").rsplit("/", 1)[-1] not in {"bash", "sh", "zsh"}:
             return False
-        if toks[i + 1].text != "-c":
+        if toks[1].text != "-c":
             return False
-        body = toks[i + 2]
+        body = toks[2]
         try:
             commands = Lexer(_kept_line_breaks(body), body.line, self.label).run()
         except MintMigrateError:
@@ -1338,22 +1342,52 @@ class ShellScript:
         return Value(tok.value_text, tok.key_value_loc or loc, self.level)
 
 
-    def _launch(self, toks: list[Tok], env: dict[str, Value], launchers: list[str]) -> Command | None:
-        while toks and ((toks[0].text or "").rsplit("/", 1)[-1] in _WRAPPERS or (
-                toks[0].text in _ENV_RUNNERS and len(toks) >= 2 and toks[1].text == "run")):
-            wrapper = (toks[0].text or "").rsplit("/", 1)[-1]
-            toks = toks[2:] if wrapper in _ENV_RUNNERS else toks[1:]
+    def _unwrapped(self, toks: list[Tok], env: dict[str, Value] | None) -> tuple[list[Tok], bool]:
+        """The command under its wrappers (`srun -w "$node" nohup ...`, `conda run -n env ...`,
+        `docker run ... IMAGE ...`), their `VAR=value` words put in `env` (None: only looking); True
+        when an environment runner runs a script itself (`uv run train.py`)."""
+        while toks:
+            head = (toks[0].text or "").rsplit("/", 1)[-1]
+            if head in _CONTAINERS and len(toks) >= 2 and toks[1].text in _CONTAINERS[head][0]:
+                toks = self._in_container(toks[2:], env, _CONTAINERS[head][1])
+                continue
+            if head not in _WRAPPERS and not (head in _ENV_RUNNERS and len(toks) >= 2 and toks[1].text == "run"):
+                break
+            toks = toks[2:] if head in _ENV_RUNNERS else toks[1:]
             option = False  # the token before was an option that may take the next word (`srun -w "$node"`)
             while toks and ((toks[0].text or "").startswith("-") or toks[0].key is not None
                             or (option and not _launch_program(toks[0].text))):
                 option = (toks[0].text or "").startswith("-") and "=" not in (toks[0].text or "")
-                if toks[0].key is not None:
+                if toks[0].key is not None and env is not None:
                     env[toks[0].key] = self._value_of(toks[0])
                 toks = toks[1:]
-            if wrapper in _WRAPPER_OPERAND and toks and not _launch_program(toks[0].text):
+            if head in _WRAPPER_OPERAND and toks and not _launch_program(toks[0].text):
                 toks = toks[1:]
-            if wrapper in _ENV_RUNNERS and toks and (toks[0].text or "").endswith(".py"):
-                return self._python(toks, self._at(toks[0].line), env, launchers)  # `uv run train.py`
+            if head in _ENV_RUNNERS and toks and (toks[0].text or "").endswith(".py"):
+                return toks, True
+        return toks, False
+
+    def _in_container(self, toks: list[Tok], env: dict[str, Value] | None, bare: set[str]) -> list[Tok]:
+        """What `docker run [options] IMAGE [command]` (or `apptainer exec ... IMAGE command`) runs:
+        the command after the image, behind `--entrypoint`'s program; `-e K=V` is its environment."""
+        entrypoint: list[Tok] = []
+        while toks and (toks[0].text or toks[0].raw).startswith("-"):
+            name, given, inline = (toks[0].text or toks[0].raw).partition("=")
+            if given or name in bare or len(toks) < 2:
+                value, line, toks = (inline if given else None), toks[0].line, toks[1:]
+            else:
+                value, line, toks = toks[1].text, toks[1].line, toks[2:]
+                if name == "--entrypoint" and value:
+                    entrypoint = [Tok(value, line, value)]
+            if name in {"-e", "--env"} and value and "=" in value and env is not None:
+                key, _, setting = value.partition("=")
+                env[key] = Value(setting, self._at(line), self.level)
+        return entrypoint + toks[1:]  # past the image (docker exec: the container)
+
+    def _launch(self, toks: list[Tok], env: dict[str, Value], launchers: list[str]) -> Command | None:
+        toks, runs_script = self._unwrapped(toks, env)
+        if runs_script:
+            return self._python(toks, self._at(toks[0].line), env, launchers)  # `uv run train.py`
         if not toks or toks[0].text is None:
             return None
         program = toks[0].text.rsplit("/", 1)[-1]
