@@ -174,6 +174,20 @@ def test_docstring_usage_commands_carry_example_level():
     }
 
 
+@pytest.mark.parametrize("program", ["~/vllm-env/bin/python", ".venv/bin/python3", "/usr/bin/python3.11"])
+def test_a_usage_command_run_by_a_python_at_a_path_is_read(program):
+    s = src(f'''
+        """GRPO on GSM8K.
+
+        用法：
+          {program} scripts/train_grpo.py \\
+            --base_model models/gemma-2-2b-it --lr 5e-6
+        """
+        ''')
+    [cmd] = usage_commands(s)
+    assert {a.name: a.value.value for a in cmd.args} == {"base_model": "models/gemma-2-2b-it", "lr": 5e-6}
+
+
 def test_syntax_errors_name_file_line_and_column():
     with pytest.raises(MintMigrateError, match=r"train\.py:3:\d+: cannot parse Python"):
         src("x = 1\ny = 2\ndef broken(:\n    pass\n")
@@ -308,3 +322,78 @@ def test_an_assignment_in_a_branch_the_inputs_switch_off_never_ran():
     assert kwarg(s, "run", "steps").value == 32 and kwarg(s, "run", "steps").loc == Loc("train.py", 3)
     assert kwarg(s, "run", "single").value is True
     assert kwarg(s, "run", "none").value is False
+
+
+def test_keywords_splatted_from_a_dict_built_for_the_call_are_its_keywords():
+    s = src("""
+        from trl import GRPOConfig
+
+        def main(lr):
+            grpo_kwargs = dict(
+                learning_rate=lr,
+                gradient_accumulation_steps=4,
+                temperature=0.7,
+            )
+            extra = {"beta": 0.04, 7: "not a keyword"}
+            return GRPOConfig(output_dir="out", **grpo_kwargs, **extra)
+
+        main(5e-6)
+    """)
+    [call] = s.calls_named("GRPOConfig")
+    assert call.keywords() == ["output_dir", "learning_rate", "gradient_accumulation_steps", "temperature", "beta"]
+    assert call.kwarg("gradient_accumulation_steps") == Value(4, Loc("train.py", 6), Level.CODE)
+    assert call.kwarg("temperature").value == 0.7 and call.kwarg("beta").value == 0.04
+    assert call.kwarg("learning_rate") == Value(5e-6, Loc("train.py", 12), Level.CODE)  # main's one caller passes it
+
+
+def test_paths_below_the_scripts_own_folder_are_the_projects_paths_the_folder_itself_stays_unknown():
+    s = src("""
+        import os
+        from pathlib import Path
+
+        ROOT = Path(__file__).resolve().parents[2]
+        TRAIN_FILE = ROOT / "data" / "sft" / "train.jsonl"
+        script_dir = os.path.dirname(os.path.abspath(__file__))
+        project_root = os.path.abspath(os.path.join(script_dir, ".."))
+        train_path = os.path.join(project_root, "data/gsm8k/train.jsonl")
+        cache = os.path.join(os.getcwd(), "cache", "run1")
+        plain = os.path.join("outputs", "dpo")
+        home = os.path.join(os.path.expanduser("~"), "models", "qwen")
+        unknown = os.path.join(os.environ["DATA"], "train.jsonl")
+        print(ROOT, TRAIN_FILE, project_root, train_path, cache, plain, home, unknown)
+    """)
+    [print_call] = s.calls_named("print")
+    values = [s.evaluate(a.value, None) for a in print_call.node.args]
+    assert [v.value if v is not None else None for v in values] == [
+        None, "data/sft/train.jsonl", None, "data/gsm8k/train.jsonl", "cache/run1", "outputs/dpo", "models/qwen", None]
+    assert values[1].loc == Loc("train.py", 5)
+
+
+def test_a_parameter_of_a_function_called_once_takes_what_its_caller_passes():
+    s = src("""
+        import torch
+
+        def train(data_path, *, lr: float = 1e-4, epochs: int = 3, warmup: int = 10):
+            opt = torch.optim.AdamW([], lr=lr)
+            print(epochs, warmup, data_path)
+
+        def evaluate(batch_size=8):
+            print(batch_size)
+
+        def main():
+            lr = 1e-5
+            epochs = 1
+            train("data/train.jsonl", lr=lr, epochs=epochs)
+            evaluate(16)
+            evaluate(32)
+
+        main()
+    """)
+    opt = s.calls_named("AdamW")[0]
+    assert opt.kwarg("lr") == Value(1e-5, Loc("train.py", 11), Level.CODE)  # main's, not the default
+    printed = s.calls_named("print")
+    first = [s.evaluate(a.value, printed[0].scope) for a in printed[0].node.args]
+    assert [v.value for v in first] == [1, 10, "data/train.jsonl"]  # passed, default, by position
+    assert first[1].level == Level.DEFAULT
+    second = s.evaluate(printed[1].node.args[0].value, printed[1].scope)
+    assert second.value == 8 and second.level == Level.DEFAULT  # called twice: only its default is certain

@@ -409,15 +409,15 @@ def _call_items(src: PySource, call: CallSite, *, named_only: bool = False) -> l
     out = []
     owner = call.name
     only = KEYWORD_CALLS.get(call.name)
-    for arg in call.node.args:
-        if arg.keyword is None or not _bound_literal(arg.value) or (only and arg.keyword.value not in only):
+    for keyword, node in call.keyword_args():
+        if not _bound_literal(node) or (only and keyword not in only):
             continue
-        if named_only and not _names_a_setting(arg.keyword.value, owner):
+        if named_only and not _names_a_setting(keyword, owner):
             continue
-        value = src.evaluate(arg.value, call.scope)
+        value = src.evaluate(node, call.scope)
         if value is None or value.value is None or not (_plain(value.value) or _flat_dict(value.value)):
             continue
-        out.append(Stated(arg.keyword.value, value.value, value.loc, max(value.level, Level.DEFAULT), "keyword",
+        out.append(Stated(keyword, value.value, value.loc, max(value.level, Level.DEFAULT), "keyword",
                           owner=owner, discarded=call.name == "LoraConfig" and call.discarded()))
     if named_only:
         return out

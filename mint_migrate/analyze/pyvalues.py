@@ -9,6 +9,7 @@ evidence.Level). The command line and the config files are bound to the source f
 (`use_command_line`, `use_configs`): inputs.py links them.
 """
 
+import posixpath
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,17 +50,31 @@ class CallSite(Call):
     src: "PySource | None" = None
     loc: Loc | None = None
 
+    def keyword_args(self) -> list[tuple[str, cst.BaseExpression]]:
+        """The call's keyword arguments, those it splats from a dict built just for it included
+        (`kwargs = dict(lr=5e-6, ...)` then `GRPOConfig(**kwargs)`)."""
+        out = [(a.keyword.value, a.value) for a in self.node.args if a.keyword is not None]
+        for arg in self.node.args:
+            if arg.star == "**" and isinstance(arg.value, cst.Name) and self.src is not None:
+                out += self.src.dict_entries(arg.value, self.scope)
+        return out
+
+    def kwarg_node(self, name: str) -> cst.BaseExpression | None:
+        return next((node for key, node in self.keyword_args() if key == name), None)
+
+    def keywords(self) -> list[str]:
+        return [key for key, _ in self.keyword_args()]
+
     def kwarg(self, name: str) -> Value | None:
         node = self.kwarg_node(name)
         return None if node is None else self.src.evaluate(node, self.scope)
 
     def kwargs(self) -> dict[str, Value]:
         out = {}
-        for arg in self.node.args:
-            if arg.keyword is not None:
-                value = self.src.evaluate(arg.value, self.scope)
-                if value is not None:
-                    out[arg.keyword.value] = value
+        for key, node in self.keyword_args():
+            value = self.src.evaluate(node, self.scope)
+            if value is not None:
+                out[key] = value
         return out
 
     def arg(self, index: int) -> Value | None:
@@ -122,6 +137,22 @@ def unpacked(assignment: Assignment, name: str) -> cst.BaseExpression | None:
     return None
 
 
+# Calls that return where the script runs or whose home it is.
+_ROOT_CALLS = {"getcwd", "cwd", "home", "expanduser"}
+
+
+def _positional(call: Call, params: list[str], name: str) -> cst.BaseExpression | None:
+    """The argument a call passes by position for parameter `name`."""
+    return call.arg_node(params.index(name)) if name in params else None
+
+
+def _path_parts(node: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """`a / b / c` as [a, b, c]."""
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Divide):
+        return [*_path_parts(node.left), node.right]
+    return [node]
+
+
 class PySource:
     """A Python file's index plus what the analyzers ask of it: located values."""
 
@@ -151,6 +182,19 @@ class PySource:
         self._memo: dict[tuple[int, int], Value | None] = {}
         self._returns: dict[int, tuple[cst.BaseExpression, ...]] = {}
         self._name_uses: dict[str, int] | None = None
+
+    def dict_entries(self, name: cst.Name, scope: Scope) -> list[tuple[str, cst.BaseExpression]]:
+        """`name`'s entries when it is bound to `dict(k=v, ...)` or a `{"k": v}` literal: (key, value node)."""
+        found = self.definition(name.value, scope, self.line(name))
+        if not found or found[0] != "assign":
+            return []
+        value = found[1].value
+        if isinstance(value, cst.Call) and dotted_name(value.func) == "dict":
+            return [(a.keyword.value, a.value) for a in value.args if a.keyword is not None]
+        if isinstance(value, cst.Dict):
+            return [(key, e.value) for e in value.elements if isinstance(e, cst.DictElement)
+                    and isinstance(key := literal_value(e.key), str)]
+        return []
 
     def name_uses(self) -> dict[str, int]:
         """How often each name occurs in the code, binding included (`x = ...; f(x)`: 2); an
@@ -352,7 +396,45 @@ class PySource:
             return None
         return Value(value, loc, min(left.level, right.level))
 
+    def _joined(self, parts: list[cst.BaseExpression], scope: Scope, depth: int, loc: Loc) -> Value | None:
+        """`os.path.join(a, b)` / `a / b` of known texts; a first part that is where the script lies or runs
+        (`PROJECT_ROOT = Path(__file__).parents[2]`) drops out: the path below it is what the script
+        states (`ROOT / "data" / "train.jsonl"` is data/train.jsonl of the project)."""
+        if self._machine_root(parts[0], scope, depth):
+            parts = parts[1:]
+        texts = []
+        for part in parts:
+            value = self.evaluate(part, scope, depth + 1)
+            if value is None or not isinstance(value.value, str):
+                return None
+            texts.append(value.value)
+        if not texts or any(t == ".." or t.startswith("../") for t in texts):
+            return None  # the project root itself, or a folder above it: still the machine's
+        return Value(posixpath.join(*texts), loc, Level.CODE)
+
+    def _machine_root(self, node: cst.BaseExpression, scope: Scope, depth: int) -> bool:
+        """Built from `__file__`, the working directory or the home folder: a path only the machine knows."""
+        if depth > _MAX_DEPTH:
+            return False
+        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Divide):
+            return self._machine_root(node.left, scope, depth + 1)
+        for inner in iter_nodes(node):
+            if isinstance(inner, cst.Name) and inner.value == "__file__":
+                return True
+            if isinstance(inner, cst.Call) and (dotted_name(inner.func) or "").rsplit(".", 1)[-1] in _ROOT_CALLS:
+                return True
+        if isinstance(node, cst.Name):
+            found = self.definition(node.value, scope, self.line(node))
+            if found is not None and found[0] == "assign":
+                bound = unpacked(found[1], node.value)
+                return bound is not None and self._machine_root(bound, found[1].scope, depth + 1)
+            return False
+        return any(self._machine_root(inner, scope, depth + 1) for inner in iter_nodes(node)
+                   if isinstance(inner, cst.Name) and inner is not node and inner.value not in {"os", "path", "Path"})
+
     def _binary(self, node: cst.BinaryOperation, scope: Scope, depth: int, loc: Loc) -> Value | None:
+        if isinstance(node.operator, cst.Divide) and self._machine_root(node.left, scope, depth):
+            return self._joined(_path_parts(node), scope, depth, loc)
         left, right = self.evaluate(node.left, scope, depth + 1), self.evaluate(node.right, scope, depth + 1)
         if left is None or right is None:
             return None
@@ -390,6 +472,8 @@ class PySource:
         if qual in {"os.environ.get", "os.getenv"} and len(args) >= 2:
             default = self.evaluate(args[1].value, scope, depth + 1)
             return None if default is None else Value(default.value, default.loc, Level.DEFAULT)
+        if qual in {"os.path.join", "posixpath.join"} and args and len(args) == len(node.args):
+            return self._joined([a.value for a in args], scope, depth, loc)
         if qual == "dict" and not args:
             out, level = {}, Level.CODE
             for arg in node.args:
@@ -434,6 +518,13 @@ class PySource:
         kind, obj, def_scope = found
         if kind == "param":
             param: ParamDef = obj
+            call = self._only_call(def_scope)
+            if call is not None:  # `train(data, lr=lr)` from main(), the one place it runs: the caller's value
+                node = call.kwarg_node(param.name) or _positional(call, list(self._function_of(def_scope).params),
+                                                                   param.name)
+                passed = self.evaluate(node, call.scope, depth + 1) if node is not None else None
+                if passed is not None:
+                    return passed  # else the default, as for any call we cannot follow
             if param.default is None:
                 return None
             value = self.evaluate(param.default, def_scope, depth + 1)
@@ -469,6 +560,20 @@ class PySource:
     def _is_hydra_main(self, node: Scope) -> bool:
         fn = self._function_of(node) if node is not None else None
         return fn is not None and any(self.qualify(d) == "hydra.main" for d in fn.decorators)
+
+    def _only_call(self, scope: Scope) -> "CallSite | None":
+        """The one call of a module-level function `scope` in this file, made from outside it, when
+        there is exactly one and it passes no `*args` / `**kwargs` we cannot see into."""
+        fn = self._function_of(scope) if scope is not None else None
+        if fn is None or "@" in fn.name or self.index.enclosing.get(id(scope)) is not None \
+                or next(iter(fn.params), "") in {"self", "cls"}:
+            return None
+        calls = [c for c in self.calls if c.qualname == fn.name]
+        if len(calls) != 1 or calls[0].scope is scope:
+            return None
+        if any(a.star == "*" or (a.star == "**" and not isinstance(a.value, cst.Name)) for a in calls[0].node.args):
+            return None
+        return calls[0]
 
     def function_of(self, node: cst.FunctionDef) -> FunctionInfo | None:
         """The function whose body `node` (a call's scope) is, when it is one."""

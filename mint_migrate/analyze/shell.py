@@ -1706,7 +1706,7 @@ def _world_size(program: str, options: list[Arg]) -> Value | None:
 
 _LAUNCH_START = re.compile(
     r"\s*(?:\$\s+)?((?:[A-Z_][A-Z0-9_]*=\S*\s+)*"
-    r"(?:nohup\s+|time\s+)?(?:python[\d.]*|torchrun|deepspeed|accelerate\s+launch|trl\s+\w+|ray\s+job\s+submit|uv\s+run)\b.*)"
+    r"(?:nohup\s+|time\s+)?(?:[~.\w-]*/)*(?:python[\d.]*|torchrun|deepspeed|accelerate\s+launch|trl\s+\w+|ray\s+job\s+submit|uv\s+run)\b.*)"
 )
 
 
