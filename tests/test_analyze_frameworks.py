@@ -1504,3 +1504,70 @@ def test_openrlhfs_first_layout_run_from_examples_scripts_is_openrlhf_by_its_own
         deepspeed main.py --model_name_or_path facebook/opt-1.3b --zero_stage 3 --learning_rate 9.65e-6
         """)
     assert plan.framework == "pytorch"  # DeepSpeed-Chat's zero_stage: not OpenRLHF
+
+
+def test_a_hand_written_pairwise_loss_on_trained_scores_is_a_reward_model_on_log_probs_against_a_reference_dpo(tmp_path):
+    loop = """
+        import torch
+        import torch.nn.functional as F
+        from torch.utils.data import DataLoader
+        from model import RewardModel
+        from data import PreferenceDataset
+
+        def preference_loss(chosen, rejected):
+            return -F.logsigmoid(chosen - rejected).mean()
+
+        model = RewardModel.from_pretrained("weights/sft")
+        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-5)
+        for batch in DataLoader(PreferenceDataset("data/prefs.jsonl"), batch_size=12):
+            chosen_scores = model(batch["chosen_input_ids"])
+            rejected_scores = model(batch["rejected_input_ids"])
+            loss = preference_loss(chosen_scores, rejected_scores)
+            loss.backward()
+            optimizer.step()
+        """
+    assert plan_of(tmp_path, "train_rm.py", loop).algorithm == "reward_model"
+    dpo = loop.replace("chosen - rejected", "beta * ((chosen - ref_chosen) - (rejected - ref_rejected))") \
+              .replace("def preference_loss(chosen, rejected):", "def preference_loss(chosen, rejected, ref_chosen=0.0, "
+                       "ref_rejected=0.0, beta=0.1):")
+    assert plan_of(tmp_path, "train_dpo.py", dpo).algorithm == "dpo"
+
+
+def test_a_loop_that_only_logs_sampled_answers_is_sft_and_one_that_trains_a_value_model_is_ppo(tmp_path):
+    sft = """
+        import torch
+        from transformers import AutoModelForCausalLM
+
+        def log_generations(model, prompts, reward_fn):
+            outputs = model.generate(prompts, max_new_tokens=64)
+            return [reward_fn(o) for o in outputs]
+
+        model = AutoModelForCausalLM.from_pretrained("Qwen/Qwen2.5-Math-1.5B")
+        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-5)
+        for batch in loader:
+            loss = torch.nn.functional.cross_entropy(model(batch["input_ids"]).logits, batch["labels"])
+            loss.backward()
+            optimizer.step()
+        log_generations(model, prompts, reward_fn)
+        """
+    assert plan_of(tmp_path, "sft.py", sft).algorithm == "sft"
+    ppo = """
+        import torch
+        from transformers import AutoModelForCausalLM
+        from model import ScalarHead
+
+        policy = AutoModelForCausalLM.from_pretrained("gpt2")
+        value_model = ScalarHead(policy.config)
+        optimizer = torch.optim.AdamW(policy.parameters(), lr=1e-5)
+        for prompts in loader:
+            responses = policy.generate(prompts, max_new_tokens=64)
+            rewards = reward_model(responses)
+            old_values = value_model(responses)
+            advantages = rewards - old_values
+            ratio = (new_logp - old_logp).exp()
+            loss = -torch.min(ratio * advantages, torch.clamp(ratio, 0.8, 1.2) * advantages).mean()
+            loss.backward()
+            optimizer.step()
+        """
+    plan = plan_of(tmp_path, "train_ppo.py", ppo)
+    assert plan.algorithm == "ppo" and "CRITIC_GAE" in codes(plan)

@@ -368,7 +368,8 @@ def _caller_name(src: PySource, call: CallSite) -> str:
 
 
 def in_evaluation(src: PySource, call: CallSite) -> bool:
-    """A call made by an evaluation, validation, test or prediction function: not the training's own step."""
+    """A call made by an evaluation, validation, test, prediction or generation-logging function: not the
+    training's own step."""
     return any(word in _caller_name(src, call) for word in ("eval", "valid", "test", "benchmark", "predict", "infer",
-                                                              "demo"))
+                                                              "demo", "log_gen"))
 

@@ -321,7 +321,7 @@ def _algorithm(src: PySource, ev: Evidence) -> None:
         ev.vote("reward_model", scorer.loc, "a sequence-classification head trained on chosen/rejected pairs "
                 "(a Bradley-Terry reward model)", 4)
     elif "logsigmoid" in calls and ("chosen" in text or "rejected" in text):
-        ev.vote("dpo", first["logsigmoid"], "logsigmoid(beta * (chosen - rejected)) loss", 3)
+        _vote_preference(ev, first["logsigmoid"], text, "")
     elif (kl := next((n for n in calls if _KL_LOSS.search(n)), None)) is not None and "teacher" in text:
         ev.vote("distillation", first[kl], f"{kl}(student, teacher) loss", 3)
         for call in model_loaders(src):
@@ -331,11 +331,11 @@ def _algorithm(src: PySource, ev: Evidence) -> None:
                              TEACHER_FLAG,
                              "the teacher's logprobs come from MinT; forward KL on logits becomes reverse KL on "
                              "sampled tokens (on-policy distillation)")
-    elif ("generate" in calls and ("advantage" in text or "reward" in text)) or _policy_gradient_update(src, calls, text):
+    elif (_samples_to_train(src) and ("advantage" in text or "reward" in text)) or _policy_gradient_update(src, calls, text):
         algorithm = "grpo" if _group_baseline(ev, text) else "reinforce"
         where = first.get("generate") or first.get("backward")
         ev.vote(algorithm, where, "sampled completions weighted by rewards (policy gradient)", 3)
-        if "value_head" in text or "critic" in text:
+        if _CRITIC.search(text):
             ev.vote("ppo", where, "a value head / critic", 4)
             ev.warn("CRITIC_GAE", "The loop trains a value head (critic). MinT has no value model: the migration "
                     "uses a group baseline (several samples per prompt, advantage = reward - group mean).",
@@ -395,9 +395,32 @@ def _split_preference(project: Project, ev: Evidence) -> None:
         calls = {c.name: c.loc for c in f.python.calls}
         text = f.python.text.lower()
         if "logsigmoid" in calls and "chosen" in text and "rejected" in text:
-            ev.vote("dpo", calls["logsigmoid"], "logsigmoid(beta * (chosen - rejected)) loss, in a module of the "
-                    "loop's", 3)
+            _vote_preference(ev, calls["logsigmoid"], text, ", in a module of the loop's")
             return
+
+
+def _samples_to_train(src: PySource) -> bool:
+    """The loop generates outside its evaluation and logging (an SFT loop that logs sampled answers
+    with their rewards does not learn from them)."""
+    return any(c.name == "generate" and not in_evaluation(src, c) for c in src.calls)
+
+
+# A value model trained beside the policy (PPO's critic), by the names loops give it.
+_CRITIC = re.compile(r"value_head|critic|value_model|value_net|value_loss|old_values|vf_coef")
+
+
+# DPO's pairwise loss compares log-probabilities with a frozen reference's, scaled by beta; a reward
+# model's compares the scalar scores it trains, and has neither (`preference` is not a reference).
+_REFERENCE = re.compile(r"(?<![a-z])ref(erence)?(_|\b)|\bbeta\b")
+_SCORES = re.compile(r"score|reward")
+
+
+def _vote_preference(ev: Evidence, where: Loc, text: str, whose: str) -> None:
+    if not _REFERENCE.search(text) and _SCORES.search(text):
+        ev.vote("reward_model", where, "-logsigmoid(score_chosen - score_rejected) on trained scores, with no "
+                f"reference model and no beta (a Bradley-Terry reward model){whose}", 3)
+    else:
+        ev.vote("dpo", where, f"logsigmoid(beta * (chosen - rejected)) loss{whose}", 3)
 
 
 def _split_policy_gradient(project: Project, ev: Evidence) -> None:
