@@ -468,3 +468,47 @@ def test_a_trainer_whose_loss_is_a_kl_to_a_teacher_through_the_projects_own_func
         KDTrainer(model=model, args=TrainingArguments(output_dir="out")).train()
     """)
     assert analyze(script, []).algorithm == "distillation"
+
+
+@pytest.mark.parametrize("script, framework, algorithm", [("src/train_sft.py", "pytorch", "sft"),
+                                                          ("src/train_reward.py", "pytorch", "reward_model"),
+                                                          ("src/train_dpo.py", "trl", "dpo")])
+def test_a_missing_script_with_deepspeeds_own_argparse_flags_is_a_hand_written_loop_unless_named_for_dpo(
+        tmp_path, script, framework, algorithm):
+    # --deepspeed_config / --train_batch_size / --num_epochs are no TrainingArguments fields: not a TRL
+    # script, though --model_name_or_path is. A DPO script of this family subclasses TRL's DPOTrainer.
+    launcher = write(tmp_path, "proj/examples/train.sh", f"""
+        MAIN=$ROOT/Code/RLHF/{script}
+        deepspeed $MAIN \\
+          --model_name_or_path /models/chatglm2-6b \\
+          --train_filename train_data_v1.jsonl \\
+          --learning_rate 1e-5 \\
+          --train_batch_size 8 \\
+          --gradient_accumulation_steps 8 \\
+          --num_epochs 5 \\
+          --deepspeed_config stage-3.json
+    """)
+    plan = analyze(launcher, [])
+    assert (plan.framework, plan.algorithm) == (framework, algorithm)
+    assert "deepspeed_config" in guessed(plan)  # a guess either way, and it says why
+    assert plan.settings.dataset.value == "train_data_v1.jsonl"
+
+
+def test_an_evaluation_run_after_the_training_does_not_lend_it_its_flags(tmp_path):
+    write(tmp_path, "proj/train_grpo.py", """
+        from trl import GRPOConfig, GRPOTrainer, ModelConfig, TrlParser
+
+        parser = TrlParser((GRPOConfig, ModelConfig))
+        training_args, model_args = parser.parse_args_and_config()
+        trainer = GRPOTrainer(model=model_args.model_name_or_path, args=training_args, reward_funcs=[])
+        trainer.train()
+    """)
+    launcher = write(tmp_path, "proj/scripts/run.slurm", """
+        accelerate launch --config_file configs/accelerate.yaml train_grpo.py \\
+          --model_name_or_path Qwen/Qwen2.5-1.5B-Instruct \\
+          --output_dir outputs/grpo-run
+        python eval_gsm8k.py --model_name_or_path outputs/grpo-run --max_samples 100
+    """)
+    plan = analyze(launcher, [tmp_path / "proj/train_grpo.py"])
+    assert plan.settings.base_model.value == "Qwen/Qwen2.5-1.5B-Instruct"
+    assert plan.settings.base_model.source == "run.slurm:2"

@@ -397,3 +397,30 @@ def test_a_parameter_of_a_function_called_once_takes_what_its_caller_passes():
     assert first[1].level == Level.DEFAULT
     second = s.evaluate(printed[1].node.args[0].value, printed[1].scope)
     assert second.value == 8 and second.level == Level.DEFAULT  # called twice: only its default is certain
+
+
+def test_a_config_dict_handed_to_the_training_function_is_read_entry_by_entry():
+    s = src("""
+        from typing import Dict
+
+        def generate_rollouts(sampler, num_samples: int = 4, temperature: float = 0.8):
+            return sampler.sample(num_samples=num_samples, temperature=temperature)
+
+        def train(config: Dict):
+            generate_rollouts(None, num_samples=config["samples_per_problem"], temperature=config["temperature"])
+
+        def evaluate_model(sampler):
+            generate_rollouts(sampler, num_samples=1, temperature=0.2)
+
+        if __name__ == "__main__":
+            config = {
+                "samples_per_problem": 8,
+                "temperature": 1.0,
+            }
+            train(config)
+            evaluate_model(None)
+    """)
+    [sample] = s.calls_named("sample")
+    # the training's call, not evaluate_model's; each entry cited at its own line
+    assert sample.kwarg("num_samples") == Value(8, Loc("train.py", 14), Level.CODE)
+    assert sample.kwarg("temperature") == Value(1.0, Loc("train.py", 15), Level.CODE)

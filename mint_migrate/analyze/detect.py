@@ -7,6 +7,7 @@ check and complete is worth more than a refusal that drops every setting the inp
 
 import re
 from dataclasses import dataclass
+from pathlib import PurePosixPath
 
 from mint_migrate.analyze.evidence import Loc
 from mint_migrate.analyze.inputs import InputFile, Project
@@ -30,9 +31,17 @@ _NO_TRAINER_FLAGS = {"with_tracking", "checkpointing_steps", "use_slow_tokenizer
 # the Seq2SeqTrainer scripts copied from transformers' examples (ChatGLM's P-Tuning).
 _HF_TRAINER_FLAGS = {"model_max_length", "lazy_preprocess",
                      "predict_with_generate", "pre_seq_len", "prompt_column", "response_column"}  # Seq2SeqTrainer ones
-# A launch's flags that say its missing script is a hand-written loop (the pytorch analyzer), not TRL.
-_NOT_TRL_FLAGS = ((_NO_TRAINER_FLAGS, "accelerate's hand-written `no_trainer` loop, not TrainingArguments"),
-                  (_HF_TRAINER_FLAGS, "a script on transformers' Trainer (Stanford Alpaca's and its copies'), not TRL's"))
+# A hand-written DeepSpeed loop's own argparse flags (deepspeed.add_config_arguments' --deepspeed_config):
+# TrainingArguments says per_device_train_batch_size, num_train_epochs and --deepspeed.
+_DEEPSPEED_ARGPARSE_FLAGS = {"deepspeed_config", "train_batch_size", "num_epochs"}
+# A launch's flags that say its missing script is not a TRL script: (flags, whose they are, whether a
+# script of that family named for DPO/KTO/ORPO is still TRL's trainer, subclassed or adapted).
+_NOT_TRL_FLAGS = ((_NO_TRAINER_FLAGS, "accelerate's hand-written `no_trainer` loop, not TrainingArguments", False),
+                  (_HF_TRAINER_FLAGS, "a script on transformers' Trainer (Stanford Alpaca's and its copies'), not TRL's",
+                   True),
+                  (_DEEPSPEED_ARGPARSE_FLAGS, "a hand-written DeepSpeed loop's own argparse, not TrainingArguments",
+                   True))
+_PREFERENCE = {"dpo", "kto", "orpo"}
 
 
 @dataclass(frozen=True)
@@ -127,11 +136,16 @@ def _from_shell(project: Project, primary: InputFile) -> Detected:
     if (command.script or command.module) and script is None:
         flags = {a.name for a in command.flags()}
         handed = flags | {key for y in project.yamls() for key in y.yaml.values if "." not in key}
-        for known, whose in _NOT_TRL_FLAGS:
+        for known, whose, preference_is_trl in _NOT_TRL_FLAGS:
             if handed & known:
-                return _guess(project, command.loc, f"{command.loc} runs {command.target}, which was not given; its "
-                              f"flags ({sorted(handed & known)[0]}) are those of {whose}: the plan is read from the "
-                              f"launch's flags. Pass it with --config {command.target} to read the training code")
+                why = (f"{command.loc} runs {command.target}, which was not given; its flags "
+                       f"({sorted(handed & known)[0]}) are those of {whose}: the plan is read from the launch's flags. "
+                       f"Pass it with --config {command.target} to read the training code")
+                named = algorithm_in_name(PurePosixPath(command.target).stem.rsplit(".", 1)[-1])
+                if preference_is_trl and named in _PREFERENCE:  # LLaVA-RLHF's and its kin's DPOTrainer subclasses
+                    return Detected("trl", command.loc, why.replace(": the plan", f"; named for {named}, it is most "
+                                                                    "likely TRL's trainer subclassed: the plan", 1))
+                return _guess(project, command.loc, why)
         if flags & _TRL_FLAGS:
             return Detected("trl", command.loc)
         for y in project.yamls():  # the config it is handed says whose it is

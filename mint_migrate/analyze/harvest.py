@@ -103,7 +103,7 @@ def harvest(project: Project) -> list[Stated]:
     if project.hydra is not None:
         found += _composed(project.hydra)
     for command, _script in project.launches:  # a launcher's runs and their variants (if/else branches)
-        if not auxiliary(command):
+        if not command.auxiliary:
             found += _command(command)
     return _winners(found)[:_MAX_ITEMS]
 
@@ -144,17 +144,6 @@ def _shell(f: InputFile) -> list[Stated]:
         if _plain(scalar):
             out.append(Stated(name, scalar, value.loc, value.level, "env"))
     return out
-
-
-# Commands a launcher runs around the training (data preparation, generation, evaluation, export):
-# their flags are not the training run's settings.
-_AUXILIARY = ("batch_inference", "inference", "generate", "preprocess", "prepare_data", "data_prep", "lm_eval",
-              "evaluate", "eval_", "serve", "merge", "convert", "export", "download", "upload", "interactive_chat")
-
-
-def auxiliary(command) -> bool:
-    target = (command.module or command.script or "").lower()
-    return any(word in target for word in _AUXILIARY)
 
 
 def _command(command) -> list[Stated]:
@@ -486,8 +475,10 @@ def _literal_node(node: cst.BaseExpression) -> bool:
 
 def _computed(node: cst.BaseExpression) -> bool:
     """A setting-named binding computed from others (`NUM_ANSWERS = BATCH_SIZE // NUM_QUESTIONS`,
-    `BATCH_SIZE = config["training"]["batch_size"]`): the evaluator resolves it or gives nothing."""
-    return isinstance(node, cst.BinaryOperation | cst.Subscript | cst.Name | cst.Attribute)
+    `BATCH_SIZE = config["training"]["batch_size"]`, `train_path = os.path.join(ROOT, "data/train.jsonl")`):
+    the evaluator resolves it or gives nothing."""
+    return isinstance(node, cst.BinaryOperation | cst.Subscript | cst.Name | cst.Attribute) or (
+        isinstance(node, cst.Call) and dotted_name(node.func) in {"os.path.join", "path.join", "posixpath.join"})
 
 
 _SAMPLING_WORDS = re.compile(r"generate|sample|rollout", re.I)

@@ -24,6 +24,7 @@ from mint_migrate.workspace import read_text_checked
 
 Kind = Literal["python", "shell", "yaml"]
 _SUFFIXES: dict[str, Kind] = {".py": "python", ".sh": "shell", ".bash": "shell", ".zsh": "shell",
+                              ".slurm": "shell", ".sbatch": "shell",  # batch jobs are shell scripts
                               ".yaml": "yaml", ".yml": "yaml", ".json": "yaml"}
 # Flags that point a training script at its config file.
 CONFIG_FLAGS = {"config", "config_file", "config_path", "config_name", "cfg", "recipe"}

@@ -320,7 +320,7 @@ def called_reward(src: PySource) -> Value | None:
 
 
 def _reward_call(src: PySource, call: CallSite) -> tuple[str, Loc] | None:
-    if "reward" not in call.name.lower() or in_evaluation(src, call) or "reward" in _caller_name(src, call):
+    if "reward" not in call.name.lower() or call.in_evaluation() or "reward" in _caller_name(src, call):
         return None
     written = dotted_name(call.node.func) or call.name
     if call.assigned_to and any(dotted_name(c.node.func) == call.assigned_to for c in src.calls):
@@ -365,11 +365,4 @@ def _project_object(src: PySource, root: str) -> bool:
 def _caller_name(src: PySource, call: CallSite) -> str:
     caller = src.function_of(call.scope) if call.scope is not None else None
     return caller.name.rsplit(".", 1)[-1].lower() if caller is not None else ""
-
-
-def in_evaluation(src: PySource, call: CallSite) -> bool:
-    """A call made by an evaluation, validation, test, prediction or generation-logging function: not the
-    training's own step."""
-    return any(word in _caller_name(src, call) for word in ("eval", "valid", "test", "benchmark", "predict", "infer",
-                                                              "demo", "log_gen"))
 

@@ -21,7 +21,6 @@ from mint_migrate.analyze.pycommon import (
     dataset_calls,
     dataset_id,
     function_names,
-    in_evaluation,
     infra_imports,
     lora_from_peft,
     model_id,
@@ -218,7 +217,7 @@ def _settings(src: PySource, ev: Evidence) -> None:
         if call.kwarg_node("max_length") is not None and call.name in {"tokenizer", "apply_chat_template", "encode",
                                                                          "__call__", "tok", "encode_plus"}:
             ev.setting("max_seq_length", call.kwarg("max_length"))
-        if call.name == "generate" and not in_evaluation(src, call):
+        if call.name == "generate" and not call.in_evaluation():
             ev.setting("max_response_length", call.kwarg("max_new_tokens"))
             ev.setting("num_generations", call.kwarg("num_return_sequences"))
             ev.setting("temperature", call.kwarg("temperature"))
@@ -402,7 +401,7 @@ def _split_preference(project: Project, ev: Evidence) -> None:
 def _samples_to_train(src: PySource) -> bool:
     """The loop generates outside its evaluation and logging (an SFT loop that logs sampled answers
     with their rewards does not learn from them)."""
-    return any(c.name == "generate" and not in_evaluation(src, c) for c in src.calls)
+    return any(c.name == "generate" and not c.in_evaluation() for c in src.calls)
 
 
 # A value model trained beside the policy (PPO's critic), by the names loops give it.

@@ -81,6 +81,13 @@ class CallSite(Call):
         node = self.arg_node(index)
         return None if node is None else self.src.evaluate(node, self.scope)
 
+    def in_evaluation(self) -> bool:
+        """Made by an evaluation, validation, test, prediction or generation-logging function: not the
+        training's own step."""
+        caller = self.src.function_of(self.scope) if self.scope is not None else None
+        name = caller.name.rsplit(".", 1)[-1].lower() if caller is not None else ""
+        return any(word in name for word in _EVALUATION_WORDS)
+
     def switched_off(self) -> bool:
         """True when an `if` around the call is known to skip it (`if cfg.use_peft:` with
         `use_peft: false` in the config); unknown tests leave the call in."""
@@ -137,6 +144,11 @@ def unpacked(assignment: Assignment, name: str) -> cst.BaseExpression | None:
     return None
 
 
+# Annotations that say nothing of where a parameter's settings come from (`def train(config: Dict)`):
+# its value is what the caller passes.
+_PLAIN_TYPES = {"dict", "Dict", "Mapping", "MutableMapping", "Any", "object"}
+# Words in the name of a function that evaluates, tests or logs rather than trains.
+_EVALUATION_WORDS = ("eval", "valid", "test", "benchmark", "predict", "infer", "demo", "log_gen")
 # Calls that return where the script runs or whose home it is.
 _ROOT_CALLS = {"getcwd", "cwd", "home", "expanduser"}
 
@@ -402,15 +414,17 @@ class PySource:
         states (`ROOT / "data" / "train.jsonl"` is data/train.jsonl of the project)."""
         if self._machine_root(parts[0], scope, depth):
             parts = parts[1:]
-        texts = []
+        values = []
         for part in parts:
             value = self.evaluate(part, scope, depth + 1)
             if value is None or not isinstance(value.value, str):
                 return None
-            texts.append(value.value)
-        if not texts or any(t == ".." or t.startswith("../") for t in texts):
+            values.append(value)
+        if not values or any(v.value == ".." or v.value.startswith("../") for v in values):
             return None  # the project root itself, or a folder above it: still the machine's
-        return Value(posixpath.join(*texts), loc, Level.CODE)
+        if len(values) == 1:
+            return values[0]  # `join(ROOT, args.model)`: the flag's value, where it is written
+        return Value(posixpath.join(*(v.value for v in values)), loc, min(v.level for v in values))
 
     def _machine_root(self, node: cst.BaseExpression, scope: Scope, depth: int) -> bool:
         """Built from `__file__`, the working directory or the home folder: a path only the machine knows."""
@@ -569,6 +583,8 @@ class PySource:
                 or next(iter(fn.params), "") in {"self", "cls"}:
             return None
         calls = [c for c in self.calls if c.qualname == fn.name]
+        if len(calls) > 1:  # `generate_rollouts(...)` for training, and again in evaluate(): the training's
+            calls = [c for c in calls if not c.in_evaluation()]
         if len(calls) != 1 or calls[0].scope is scope:
             return None
         if any(a.star == "*" or (a.star == "**" and not isinstance(a.value, cst.Name)) for a in calls[0].node.args):
@@ -600,6 +616,9 @@ class PySource:
         ns = self.namespace(base, scope, depth + 1)
         if ns is None:
             if isinstance(node, cst.Subscript):
+                entry = self._dict_entry(base, key, scope, depth + 1)
+                if entry is not None:  # `config["lr"]` of a dict written out: the entry, at its own line
+                    return entry
                 container = self.evaluate(base, scope, depth + 1)
                 if container is not None and isinstance(container.value, dict | list):
                     try:
@@ -608,6 +627,30 @@ class PySource:
                         return None
             return None
         return self._ns_value(ns, str(key), depth)
+
+    def _dict_entry(self, node: cst.BaseExpression, key: str | int, scope: Scope, depth: int) -> Value | None:
+        """The value of entry `key` of the dict literal `node` holds (through names and a function's
+        one caller)."""
+        if depth > _MAX_DEPTH:
+            return None
+        if isinstance(node, cst.Dict):
+            for element in node.elements:
+                if isinstance(element, cst.DictElement) and literal_value(element.key) == key:
+                    return self.evaluate(element.value, scope, depth + 1)
+            return None
+        if not isinstance(node, cst.Name):
+            return None
+        found = self.definition(node.value, scope, self.line(node))
+        if found is None:
+            return None
+        kind, obj, def_scope = found
+        if kind == "assign":
+            bound = unpacked(obj, node.value)
+            return None if bound is None else self._dict_entry(bound, key, obj.scope, depth + 1)
+        call = self._only_call(def_scope)
+        fn = self._function_of(def_scope) if call is not None else None
+        passed = (call.kwarg_node(obj.name) or _positional(call, list(fn.params), obj.name)) if call is not None else None
+        return None if passed is None else self._dict_entry(passed, key, call.scope, depth + 1)
 
     def namespace(self, node: cst.BaseExpression, scope: Scope, depth: int = 0):
         """What kind of object `node` is, when it holds settings: argparse args, a dataclass, a config."""
@@ -626,7 +669,7 @@ class PySource:
             ):
                 return _ConfigNS(self.hydra, "")
             if kind == "param":
-                if obj.annotation:
+                if obj.annotation and obj.annotation.split("[", 1)[0].rsplit(".", 1)[-1] not in _PLAIN_TYPES:
                     if obj.annotation.rsplit(".", 1)[-1] == "Namespace" and self.argparse:
                         return _ArgparseNS()  # `def train(args: argparse.Namespace)`
                     return _DataclassNS(obj.annotation.rsplit(".", 1)[-1], parsed=True)

@@ -58,6 +58,8 @@ _CONTAINERS = {"docker": ({"run", "exec"}, _DOCKER_BARE), "podman": ({"run", "ex
                "nvidia-docker": ({"run", "exec"}, _DOCKER_BARE), "apptainer": ({"exec", "run"}, _APPTAINER_BARE),
                "singularity": ({"exec", "run"}, _APPTAINER_BARE)}
 _ENV_RUNNERS = {"uv", "poetry", "pipenv", "conda", "pixi", "rye", "hatch"}  # `conda run -n env python ...`
+_AUXILIARY = ("batch_inference", "inference", "generate", "preprocess", "prepare_data", "data_prep", "lm_eval",
+              "evaluate", "eval_", "serve", "merge", "convert", "export", "download", "upload", "interactive_chat")
 _DECLARE = {"export", "declare", "local", "readonly", "typeset"}
 # A value that is only a positional parameter (`"$3"`): "the caller's third argument", nothing more.
 POSITIONAL_ONLY = re.compile(r"(\$(\d|\{\d+\}|@|\*|OPTARG|\{OPTARG\}))+")  # getopts' $OPTARG is one too
@@ -436,6 +438,13 @@ class Command:
     @property
     def target(self) -> str:
         return self.module or self.script or self.program
+
+    @property
+    def auxiliary(self) -> bool:
+        """A command a launcher runs around the training (data preparation, generation, evaluation,
+        export): its flags are not the training run's settings."""
+        target = (self.module or self.script or "").lower()
+        return any(word in target for word in _AUXILIARY)
 
     def flags(self) -> list[Arg]:
         return [a for a in self.args if a.kind == "flag"]

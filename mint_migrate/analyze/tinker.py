@@ -11,7 +11,7 @@ import libcst as cst
 
 from mint_migrate.analyze.evidence import Evidence, Level, Value
 from mint_migrate.analyze.inputs import Project
-from mint_migrate.analyze.pycommon import called_reward, dataset_calls, dataset_id, in_evaluation
+from mint_migrate.analyze.pycommon import called_reward, dataset_calls, dataset_id
 from mint_migrate.analyze.pyvalues import CallSite, PySource
 from mint_migrate.analyze.registry import Analyzer
 from mint_migrate.analyze.scalars import as_int
@@ -211,7 +211,7 @@ def _calls(src: PySource, ev: Evidence) -> None:
         elif name == "forward_backward_reverse_kl":
             ev.vote("distillation", call.loc, "mint.mint.forward_backward_reverse_kl", 3)
         elif name == "sample":
-            if not in_evaluation(src, call):
+            if not call.in_evaluation():
                 ev.setting("num_generations", _samples_per_prompt(src, call))
             ev.construct(f"{call.name}(prompt, num_samples, sampling_params)", call.loc,
                          "sample_async(...) in async code (one await); sample(...).result() in sync code")

@@ -116,7 +116,7 @@ def analyze(project: Project, ev: Evidence) -> None:
         if command.program == "trl":
             fields += _flag_fields(command_flags(command)) + _left_to_fill(command)
             ev.construct(f"{command.text} (the TRL CLI)", command.loc, "python train.py (the MinT scaffold)")
-        elif script is None and command.script:
+        elif script is None and command.script and not command.auxiliary:
             fields += _flag_fields(command_flags(command)) + _left_to_fill(command)
             ev.warn("SCRIPT_NOT_GIVEN", f"The launch command runs {command.script}, which was not given: its "
                     "flags were read as TRL fields. Pass the script with --config to read it too.", command.loc)
