@@ -200,9 +200,12 @@ class PyIndex:
     calls: list[Call] = field(default_factory=list)
     attributes: list[tuple[str, int, cst.Attribute]] = field(default_factory=list)
     loops: list[tuple[str, cst.BaseExpression, Scope, int]] = field(default_factory=list)
+    outer_loops: dict[int, tuple[str, ...]] = field(default_factory=dict)  # a loop's line -> the loops around it
     divisions: list[tuple[cst.BaseExpression, cst.BaseExpression, Scope, int]] = field(default_factory=list)
     argparse: dict[str, ArgDef] = field(default_factory=dict)
     set_defaults: dict[str, tuple[cst.BaseExpression, int]] = field(default_factory=dict)
+    # `if args.lora_alpha is None: args.lora_alpha = args.lora_r * 4`: a default filled in after parsing
+    filled_defaults: dict[str, Assignment] = field(default_factory=dict)
     lines: dict[cst.CSTNode, int] = field(default_factory=dict)
     enclosing: dict[int, cst.FunctionDef] = field(default_factory=dict)  # id(nested def) -> the def around it
 
@@ -312,6 +315,7 @@ class _Collector:
         self.awaited: set[int] = set()
         self.assigned_calls: dict[int, str] = {}
         self.guards: list[tuple[cst.BaseExpression, bool]] = []
+        self.loop_targets: list[str] = []
 
     @property
     def scope(self) -> Scope:
@@ -449,6 +453,19 @@ class _Collector:
             elif isinstance(t, cst.Tuple | cst.List):
                 names = tuple(e.value.value if isinstance(e.value, cst.Name) else "_" for e in t.elements)
                 self._assign(names, node.value, node)
+            elif isinstance(t, cst.Attribute) and isinstance(t.value, cst.Name) and self._fills_none(t):
+                self.index.filled_defaults.setdefault(t.attr.value, Assignment(
+                    self.scope, (t.attr.value,), node.value, self.index.line(node), tuple(self.guards)))
+
+    def _fills_none(self, target: cst.Attribute) -> bool:
+        """Whether the innermost `if` around this assignment is `if <target> is None:`."""
+        if not self.guards or not self.guards[-1][1]:
+            return False
+        test = self.guards[-1][0]
+        return (isinstance(test, cst.Comparison) and len(test.comparisons) == 1
+                and isinstance(test.comparisons[0].operator, cst.Is)
+                and isinstance(test.comparisons[0].comparator, cst.Name) and test.comparisons[0].comparator.value == "None"
+                and isinstance(test.left, cst.Attribute) and test.left.deep_equals(target))
 
     def _assign(self, names: tuple[str, ...], value: cst.BaseExpression, node: cst.CSTNode) -> None:
         assignment = Assignment(self.scope, names, value, self.index.line(node), tuple(self.guards))
@@ -479,6 +496,11 @@ class _Collector:
     def visit_For(self, node: cst.For) -> None:
         if isinstance(node.target, cst.Name):
             self.index.loops.append((node.target.value, node.iter, self.scope, self.index.line(node)))
+            self.index.outer_loops[self.index.line(node)] = tuple(self.loop_targets)
+        self.loop_targets.append(node.target.value if isinstance(node.target, cst.Name) else "")
+
+    def leave_For(self, node: cst.For) -> None:
+        self.loop_targets.pop()
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
         if isinstance(node.operator, cst.Divide):
@@ -492,4 +514,5 @@ _ENTER = {
     cst.Call: _Collector.visit_Call, cst.Attribute: _Collector.visit_Attribute, cst.For: _Collector.visit_For,
     cst.BinaryOperation: _Collector.visit_BinaryOperation,
 }
-_LEAVE = {cst.FunctionDef: _Collector.leave_FunctionDef, cst.ClassDef: _Collector.leave_ClassDef}
+_LEAVE = {cst.FunctionDef: _Collector.leave_FunctionDef, cst.ClassDef: _Collector.leave_ClassDef,
+          cst.For: _Collector.leave_For}

@@ -16,6 +16,7 @@ A file the running Python cannot parse is reported as such, even if libcst would
 """
 
 import ast
+import re
 import threading
 import warnings
 from collections.abc import Iterator
@@ -75,13 +76,31 @@ def parse_module(source: str, label: str = "<source>"):
     """libcst's Module for `source`, after parse_ast has checked that libcst can take it safely."""
     import libcst as cst
 
-    parse_ast(source, label)
+    tree = parse_ast(source, label)
+    source = _without_lone_backslashes(source, tree, label)
     try:
         return cst.parse_module(source)
     except cst.ParserSyntaxError as exc:
         raise PythonSyntaxError(label, exc.raw_line, exc.raw_column + 1, exc.message.strip().splitlines()[0]) from None
     except (cst.CSTValidationError, RecursionError, ValueError, MemoryError) as exc:
         raise PythonSyntaxError(label, 1, 1, f"libcst cannot represent this source ({type(exc).__name__})") from None
+
+
+_LONE_BACKSLASH = re.compile(r"^[ \t]*\\\n", re.MULTILINE)
+
+
+def _without_lone_backslashes(source: str, tree: ast.AST, label: str) -> str:
+    """`source` with each line that holds only a continuation backslash made blank. libcst counts
+    such a line as no line at all, so every position after it would be one line early; blanking it
+    keeps the meaning (checked: the same tree) and the line count."""
+    if not _LONE_BACKSLASH.search(source):
+        return source
+    blanked = _LONE_BACKSLASH.sub("\n", source)
+    try:
+        same = ast.dump(parse_ast(blanked, label)) == ast.dump(tree)
+    except PythonSyntaxError:
+        same = False
+    return blanked if same else source  # a backslash inside a string is part of its value: keep it
 
 
 def literal_eval(text: str) -> Any:

@@ -512,3 +512,15 @@ def test_an_evaluation_run_after_the_training_does_not_lend_it_its_flags(tmp_pat
     plan = analyze(launcher, [tmp_path / "proj/train_grpo.py"])
     assert plan.settings.base_model.value == "Qwen/Qwen2.5-1.5B-Instruct"
     assert plan.settings.base_model.source == "run.slurm:2"
+
+
+def test_the_dpo_reference_layouts_model_archive_is_the_checkpoint_the_policy_starts_from(tmp_path):
+    # `python -u train.py model=pythia28 loss=dpo model.archive=.../policy.pt`: the group names a size, the
+    # archive is the SFT checkpoint the run trains from
+    launcher = write(tmp_path, "proj/scripts/run_dpo.sh", """
+        python -u train.py model=pythia28 datasets=[hh] loss=dpo loss.beta=0.1 batch_size=64 model.archive=.cache/sft/LATEST/policy.pt
+    """)
+    plan = analyze(launcher, [])
+    assert plan.algorithm == "dpo"
+    assert plan.settings.base_model.value == ".cache/sft/LATEST/policy.pt"
+    assert plan.settings.beta.value == 0.1

@@ -1571,3 +1571,127 @@ def test_a_loop_that_only_logs_sampled_answers_is_sft_and_one_that_trains_a_valu
         """
     plan = plan_of(tmp_path, "train_ppo.py", ppo)
     assert plan.algorithm == "ppo" and "CRITIC_GAE" in codes(plan)
+
+
+def test_an_openrlhf_forks_rloo_trainer_and_rule_rewards_named_on_the_command_line(tmp_path):
+    # a fork's own `train_rloo` (leave-one-out over --rloo_k samples), and a fork's registry of rule
+    # rewards named by `--reward_func_names`, the clip range as `--eps_clip_low/high`
+    rloo = plan_of(tmp_path, "rloo.sh", """
+        deepspeed --module openrlhf.cli.train_rloo \\
+            --pretrain org/policy --reward_pretrain org/rm \\
+            --train_batch_size 1024 --rollout_batch_size 1024 \\
+            --max_epochs 1 --rloo_k 8 --init_kl_coef 0.01
+    """)
+    assert (rloo.framework, rloo.algorithm, rloo.variant) == ("openrlhf", "reinforce", "rloo")
+    assert rloo.settings.num_generations.value == 8 and rloo.settings.num_generations.source == "rloo.sh:4"
+    assert rloo.settings.num_epochs is None  # max_epochs: update epochs per rollout batch in the PPO family
+    named = plan_of(tmp_path, "grpo.sh", """
+        read -r -d '' training_commands <<EOF
+        openrlhf.cli.train_ppo \\
+           --pretrain org/policy \\
+           --reward_func_names accuracy format cosine \\
+           --n_samples_per_prompt 16 \\
+           --eps_clip_low 0.2 \\
+           --eps_clip_high 0.28 \\
+           --advantage_estimator group_norm
+        EOF
+        deepspeed --module $training_commands
+    """)
+    assert (named.framework, named.algorithm) == ("openrlhf", "grpo")
+    assert named.settings.reward_functions.value == ["accuracy", "format", "cosine"]
+    assert named.settings.reward_functions.source == "grpo.sh:4"
+    assert named.settings.clip_ratio.value == 0.2
+    assert named.reward.status == "placeholder" and "--reward_func_names accuracy format cosine" in named.reward.reason
+
+
+def test_a_grpo_loops_own_config_words_its_settings_the_papers_way(tmp_path):
+    # `beta` weighs the KL term, `eps` is the clip range (Adam's eps is 1e-8), `prompts_per_step` can only be
+    # the global batch, and an epoch loop inside the step loop is updates per rollout, not passes over the data
+    plan = plan_of(tmp_path, "grpo_loop.py", """
+        import random
+        from dataclasses import dataclass
+
+        import torch
+        from transformers import AutoModelForCausalLM
+
+        @dataclass
+        class Cfg:
+            model: str = "Qwen/Qwen2.5-0.5B-Instruct"
+            group: int = 8
+            prompts_per_step: int = 4
+            epochs: int = 2
+            eps: float = 0.2
+            beta: float = 0.04
+            lr: float = 1e-5
+            steps: int = 300
+
+        def reward_fn(text, gold):
+            return float(gold in text)
+
+        def diagnose(policy, cfg: Cfg, prompts):
+            for _ in range(3):
+                rewards = [reward_fn(t, g) for t, g in prompts]
+
+        def train(policy, cfg: Cfg, prompts):
+            opt = torch.optim.AdamW(policy.parameters(), lr=cfg.lr)
+            for step in range(cfg.steps):
+                batch = random.sample(prompts, cfg.prompts_per_step)
+                out = policy.generate(batch, do_sample=True, num_return_sequences=cfg.group, max_new_tokens=64)
+                rewards = [reward_fn(t, g) for t, g in out]
+                for epoch in range(cfg.epochs):
+                    ratio = torch.exp(policy(out) - policy(out).detach())
+                    adv = torch.tensor(rewards) - torch.tensor(rewards).mean()
+                    loss = -torch.min(ratio * adv, torch.clamp(ratio, 1 - cfg.eps, 1 + cfg.eps) * adv).mean()
+                    loss = loss + cfg.beta * (policy(out) - policy(out)).mean()
+                    loss.backward()
+                    opt.step()
+
+        def main():
+            cfg = Cfg()
+            policy = AutoModelForCausalLM.from_pretrained(cfg.model)
+            diagnose(policy, cfg, [])
+            train(policy, cfg, [])
+    """)
+    assert plan.algorithm == "grpo"
+    s = plan.settings
+    assert (s.kl_coef.value, s.kl_coef.source) == (0.04, "grpo_loop.py:14")
+    assert (s.clip_ratio.value, s.clip_ratio.source) == (0.2, "grpo_loop.py:13")
+    assert (s.global_batch_size.value, s.global_batch_size.source) == (4, "grpo_loop.py:11")
+    assert s.num_epochs is None and "MULTI_UPDATE" in codes(plan)
+    assert s.reward_functions.source == "grpo_loop.py:30"  # the training loop's call, not diagnose()'s
+
+
+def test_a_config_built_from_the_parsed_command_line_and_fields_nothing_reads(tmp_path):
+    # `TrainConfig(learning_rate=args.learning_rate)`: the run's values are the argparse defaults it is built
+    # from; a field of a chz config that no code reads (`epochs`) is not a setting
+    plan = plan_of(tmp_path, "train.py", """
+        import argparse
+
+        import chz
+        import tinker
+
+        @chz.chz
+        class TrainConfig:
+            model_name: str = "Qwen/Qwen3-4B"
+            learning_rate: float = 1e-4
+            lora_rank: int = 8
+            epochs: int = 10
+
+        def parse_args() -> TrainConfig:
+            parser = argparse.ArgumentParser()
+            parser.add_argument("--learning-rate", type=float, default=4e-5)
+            parser.add_argument("--lora-rank", type=int, default=32)
+            args = parser.parse_args()
+            return TrainConfig(learning_rate=args.learning_rate, lora_rank=args.lora_rank)
+
+        def run(cfg: TrainConfig):
+            client = tinker.ServiceClient().create_lora_training_client(cfg.model_name, rank=cfg.lora_rank)
+            client.forward_backward([], loss_fn="cross_entropy")
+            client.optim_step(tinker.AdamParams(learning_rate=cfg.learning_rate))
+
+        run(parse_args())
+    """)
+    s = plan.settings
+    assert (s.learning_rate.value, s.learning_rate.source) == (4e-5, "train.py:15")
+    assert (s.lora.value.rank, s.lora.source) == (32, "train.py:16")
+    assert s.num_epochs is None

@@ -424,3 +424,32 @@ def test_a_config_dict_handed_to_the_training_function_is_read_entry_by_entry():
     # the training's call, not evaluate_model's; each entry cited at its own line
     assert sample.kwarg("num_samples") == Value(8, Loc("train.py", 14), Level.CODE)
     assert sample.kwarg("temperature") == Value(1.0, Loc("train.py", 15), Level.CODE)
+
+
+def test_an_option_left_none_and_filled_in_after_parsing_takes_the_filled_value():
+    s = src("""
+        import argparse
+
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--lora_r", type=int, default=32)
+        parser.add_argument("--lora_alpha", type=int, default=None)
+        args = parser.parse_args()
+        if args.lora_alpha is None:
+            args.lora_alpha = args.lora_r * 4
+        print(args.lora_alpha)
+    """)
+    assert s.argparse_value("lora_alpha") == Value(128, Loc("train.py", 8), Level.DEFAULT)
+
+
+def test_a_line_holding_only_a_backslash_does_not_shift_the_lines_after_it():
+    # libcst counts `\\` + newline as no line at all; the parse door blanks such lines (same tree)
+    s = src("""
+        def main():
+            x = 1
+        \\
+
+            config = dict(beta=0.0,
+                          temperature=0.7)
+    """)
+    [call] = s.calls_named("dict")
+    assert call.kwarg("temperature").loc.line == 6

@@ -406,3 +406,20 @@ def test_the_cli_takes_cited_settings_and_refuses_a_wrong_one(tmp_path):
     assert re.search(r"^ledger: \d+ settings the inputs state: \d+ carried, \d+ changed, \d+ not carried, "
                      r"\d+ server side", text, re.M), text
     assert "not found, with lines to read (MIGRATION.md): global_batch_size" in text
+
+
+def test_the_environment_a_launcher_gives_a_cluster_and_a_script_sets_itself_is_in_the_ledger(tmp_path):
+    # `env VAR=... ray start` (a command that trains nothing) and `os.environ["VAR"] = "..."` are stated settings
+    launcher = tmp_path / "run.sh"
+    launcher.write_text("env VLLM_ATTENTION_BACKEND=XFORMERS HYDRA_FULL_ERROR=1 ray start --head\n"
+                        "python3 -m verl.trainer.main_ppo data.train_files=train.parquet\n")
+    plan = analyze(launcher, [])
+    [backend] = items(plan, "VLLM_ATTENTION_BACKEND")
+    assert (backend.value, backend.source, backend.disposition) == ("XFORMERS", "run.sh:1", "server_side")
+    assert items(plan, "HYDRA_FULL_ERROR")[0].value == 1
+    script = tmp_path / "sft.py"
+    script.write_text('import os\nos.environ["TOKENIZERS_PARALLELISM"] = "false"\n'
+                      "from trl import SFTConfig, SFTTrainer\n"
+                      'SFTTrainer(model="org/m", args=SFTConfig(learning_rate=1e-5)).train()\n')
+    [tokenizers] = items(analyze(script, []), "TOKENIZERS_PARALLELISM")
+    assert (tokenizers.value, tokenizers.source) == (False, "sft.py:2")

@@ -20,7 +20,7 @@ import libcst as cst
 
 from mint_migrate.analyze.evidence import Level, Loc, Value
 from mint_migrate.analyze.inputs import InputFile, Project
-from mint_migrate.analyze.pycommon import OPTIMIZERS
+from mint_migrate.analyze.pycommon import OPTIMIZERS, unread_field
 from mint_migrate.analyze.pyvalues import CallSite, PySource, unpacked
 from mint_migrate.analyze.scalars import parse_scalar
 from mint_migrate.analyze.synonyms import looks_like_setting, meaning
@@ -139,7 +139,7 @@ def _winners(found: list[Stated]) -> list[Stated]:
 
 def _shell(f: InputFile) -> list[Stated]:
     out = []
-    for name, value in f.shell.exports.items():
+    for name, value in (f.shell.command_env | f.shell.exports).items():
         scalar = parse_scalar(value.value) if isinstance(value.value, str) else value.value
         if _plain(scalar):
             out.append(Stated(name, scalar, value.loc, value.level, "env"))
@@ -210,11 +210,17 @@ def _python(f: InputFile, own: set[str], others: str) -> list[Stated]:
 
 def _attribute_settings(src: PySource) -> list[Stated]:
     """`training_args.gradient_checkpointing_kwargs = {"use_reentrant": True}`, `cfg.lr = 1e-5`: a
-    setting given to a config object after it was built."""
+    setting given to a config object after it was built; `os.environ["X"] = "1"`, the run's environment."""
     import ast
 
     out = []
     for node in ast.walk(parse_ast(src.text, src.label)):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and _environ_key(node.targets[0]):
+            value = node.value.value if isinstance(node.value, ast.Constant) else None
+            if isinstance(value, str):  # `os.environ["TOKENIZERS_PARALLELISM"] = "false"`: read as JSON, like exports
+                out.append(Stated(_environ_key(node.targets[0]), parse_scalar(value), src.at(node.lineno), Level.CODE,
+                                  "env"))
+            continue
         if not isinstance(node, ast.Assign) or len(node.targets) != 1 or not isinstance(node.targets[0], ast.Attribute):
             continue
         if isinstance(node.targets[0].value, ast.Name) and node.targets[0].value.id == "self":
@@ -227,6 +233,16 @@ def _attribute_settings(src: PySource) -> list[Stated]:
             out.append(Stated(node.targets[0].attr, list(value) if isinstance(value, tuple) else value,
                               src.at(node.lineno), Level.CODE, "attribute"))
     return out
+
+
+def _environ_key(target) -> str | None:
+    """The variable `os.environ["NAME"] = ...` sets."""
+    import ast
+
+    if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Attribute) and target.value.attr == "environ" \
+            and isinstance(target.slice, ast.Constant) and isinstance(target.slice.value, str):
+        return target.slice.value
+    return None
 
 
 # Functions whose parameters are the run's settings: a script's entry point (also when `fire.Fire`
@@ -281,6 +297,8 @@ def _argparse(src: PySource) -> list[Stated]:
             value = src.evaluate(arg.default, None)
         elif arg.action in ("store_true", "store_false"):
             value = Value(arg.action == "store_false", src.at(arg.line), Level.DEFAULT)
+        if (value is None or value.value is None) and arg.action not in ("store_true", "store_false"):
+            value = src.filled_default(dest)
         if value is None or not _plain(value.value) or value.value is None:
             continue
         out.append(Stated(dest, value.value, value.loc, Level.DEFAULT, "argparse"))
@@ -300,6 +318,8 @@ def _fields(src: PySource, others: str) -> list[Stated]:
         if not info.is_config or not (used.get(info.name, 0) > 1 or re.search(rf"\b{info.name}\b", others)):
             continue
         for name, fdef in info.fields.items():
+            if unread_field(info, name, src.text, [others]):
+                continue
             default = field_default(fdef.default)
             if default is None:
                 continue

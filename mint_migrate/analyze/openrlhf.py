@@ -32,8 +32,10 @@ from mint_migrate.plan import Algorithm, RewardFunction, RewardPlan, ScaffoldKin
 ENTRY_POINTS: dict[str, Algorithm] = {
     "train_sft": "sft", "train_dpo": "dpo", "train_iterative_dpo": "dpo", "train_rm": "reward_model",
     "train_prm": "reward_model", "train_kto": "kto", "train_kd": "distillation", "train_ppo_ray": "ppo",
-    "train_ppo": "ppo",
+    "train_ppo": "ppo", "train_rloo": "reinforce",
 }
+# Entry points of the PPO family: the advantage estimator picks the algorithm, max_epochs counts updates per batch.
+_RL_ENTRIES = {"train_ppo_ray", "train_ppo", "train_rloo"}
 ESTIMATORS: dict[str, tuple[Algorithm, str | None]] = {
     "gae": ("ppo", None), "reinforce": ("reinforce", "reinforce_plus_plus"), "rloo": ("reinforce", "rloo"),
     "reinforce_baseline": ("reinforce", "reinforce_baseline"), "group_norm": ("grpo", None),
@@ -56,8 +58,9 @@ FLAGS = {
     "target_modules": "lora.target_modules", "ds.lora.target_modules": "lora.target_modules",
     "beta": "beta", "model.beta": "beta",
     "n_samples_per_prompt": "num_generations", "rollout.n_samples_per_prompt": "num_generations",
+    "rloo_k": "num_generations",
     "init_kl_coef": "kl_coef", "algo.kl.init_coef": "kl_coef",
-    "eps_clip": "clip_ratio", "actor.eps_clip": "clip_ratio",
+    "eps_clip": "clip_ratio", "actor.eps_clip": "clip_ratio", "eps_clip_low": "clip_ratio",
     "temperature": "temperature", "rollout.temperature": "temperature",
 }
 _SERVER_SIDE = {
@@ -147,10 +150,13 @@ def analyze(project: Project, ev: Evidence) -> None:
     if command.world_size is not None:
         ev.extra("world_size", command.world_size)
 
-    rl = algorithm == "ppo"
+    rl = entry in _RL_ENTRIES
     if rl:
         estimator = flags.get("advantage_estimator") or flags.get("algo.advantage.estimator")
-        if estimator is not None and estimator.value is not None:
+        if entry == "train_rloo":  # a fork's own RLOO trainer: leave-one-out baseline over --rloo_k samples
+            ev.vote("reinforce", command.loc, f"openrlhf.cli.{entry}", 3)
+            ev.set_variant("rloo", command.loc)
+        elif estimator is not None and estimator.value is not None:
             algorithm, variant = estimator_algorithm(str(estimator.value.value), ESTIMATORS)
             ev.extra("kind_hint", Value("grpo", estimator.value.loc))
             ev.vote(algorithm, estimator.value.loc, f"{estimator.written} {estimator.value.value}", 3)
@@ -230,7 +236,8 @@ def _warnings(project: Project, flags: dict[str, Arg], algorithm: Algorithm, ev:
         loss_type = _value(flags, "policy_loss_type", "actor.policy_loss_type")
         if loss_type is not None and loss_type.value == "gspo":
             ev.set_variant("gspo", loss_type.loc)
-        ev.extra("clip_low", _value(flags, "eps_clip", "actor.eps_clip"))
+        ev.extra("clip_low", _value(flags, "eps_clip", "actor.eps_clip", "eps_clip_low"))
+        ev.extra("clip_high", _value(flags, "eps_clip_high"))
         pair = _value(flags, "eps_clip_low_high", "actor.eps_clip_low_high")
         if pair is not None and isinstance(pair.value, list) and len(pair.value) == 2:
             ev.setting("clip_ratio", pair.with_value(pair.value[0]))
@@ -267,6 +274,13 @@ def _warnings(project: Project, flags: dict[str, Arg], algorithm: Algorithm, ev:
 
 
 def _reward(project: Project, flags: dict[str, Arg], ev: Evidence) -> None:
+    named = _value(flags, "reward_func_names")  # a fork's registry of rule rewards: `--reward_func_names accuracy format`
+    if named is not None:
+        names = named.value if isinstance(named.value, list) else str(named.value).replace(",", " ").split()
+        ev.setting("reward_functions", named.with_value([str(n) for n in names]))
+        ev.construct(f"--reward_func_names {' '.join(map(str, names))}", named.loc,
+                     "reward_fn(prompt, completion, row) -> float in train.py",
+                     "the fork's own rule rewards, looked up by name: port each one (and --reward_weights) to Python")
     remote = _value(flags, "remote_rm_url", "reward.remote_url") or next(
         (flags[n].literal(Level.COMMAND) for n in ("remote_rm_url", "reward.remote_url") if n in flags), None)
     if remote is None or remote.value is None:
@@ -338,10 +352,11 @@ def read_task(project: Project, ev: Evidence, algorithm: Algorithm, kind: Scaffo
         task.schedule.reasons.append(f"{episodes.value} passes over the prompts (num_episodes, {episodes.loc})")
     else:
         task.schedule.epochs = 1.0
-    rollout, samples = as_int(text("rollout_batch_size")), as_int(text("n_samples_per_prompt")) or 1
+    samples_flag = "rloo_k" if flag(flags, "rloo_k") is not None else "n_samples_per_prompt"
+    rollout, samples = as_int(text("rollout_batch_size")), as_int(text(samples_flag)) or 1
     train = as_int(text("train_batch_size", "train.batch_size"))
     updates(task, rollout * samples if rollout else None, train, f"rollout_batch_size {rollout} x "
-             f"n_samples_per_prompt {samples} / train_batch_size {train}", as_int(text("max_epochs")), "max_epochs")
+             f"{samples_flag} {samples} / train_batch_size {train}", as_int(text("max_epochs")), "max_epochs")
     estimator = text("advantage_estimator", "estimator") or "gae"
     task.schedule.normalize_advantages = estimator in {"group_norm", "reinforce_baseline"}
     if switch(flags, "async_train"):
@@ -352,6 +367,12 @@ def read_task(project: Project, ev: Evidence, algorithm: Algorithm, kind: Scaffo
 def _openrlhf_reward(project: Project, flags: dict) -> RewardPlan:
     remote = flag(flags, "remote_rm_url", "remote_url")
     model = flag(flags, "reward_pretrain")
+    named = flag(flags, "reward_func_names")
+    if remote is None and named is not None:
+        return RewardPlan(style="openrlhf", status="placeholder", source=str(named.loc),
+                          reason=f"--reward_func_names {' '.join(map(str, named.value)) if isinstance(named.value, list) else named.value}: the fork's own rule rewards, looked up by name; "
+                                 "port them to a Python reward_func(queries, prompts, labels) and pass --reward "
+                                 "FILE:reward_func")
     if remote is None:
         why = f"a reward model ({model.value})" if model is not None else "no --remote_rm_url"
         return RewardPlan(style="openrlhf", status="placeholder", source=str(model.loc) if model else None,

@@ -43,7 +43,8 @@ def analyze_inputs(source_path: Path, config_paths: list[Path], confirmed: list[
     reader.analyze(project, ev)
     _launch_context(project, ev)
     unread = _unread(project, stated) if reader.own_config else set()
-    _fill_from_harvest(ev, stated, reader.reserved_names, unread)
+    _fill_from_harvest(ev, stated, reader.reserved_names, unread, "\n".join(f.python.text for f in project.pythons()),
+                       own_loop=framework in ("pytorch", "tinker"))
     _cite_the_override(ev, stated, unread)
     agent = confirm.apply(confirm.parse_all(confirmed or []), project, ev)
     vote = ev.algorithm()
@@ -112,6 +113,10 @@ _FILLABLE = ("base_model", "dataset", "learning_rate", "per_device_batch_size", 
              "lora.target_modules")
 
 
+_BETA_WEIGHS = re.compile(r"\bbeta\s*\*|\*\s*(\w+\.)*beta\b")
+_EPS_CLIPS = re.compile(r"\b1\s*[-+]\s*(\w+\.)*(eps|clip)\b")
+_GLOBAL_BATCH_NAMES = ("global_batch_size", "prompts_per_step", "num_prompts_per_step", "prompts_per_batch",
+                       "groups_per_batch")
 _MODEL_NAMES = ("model", "model.name", "model.id", "model.name_or_path")
 # A hub id or a folder (`Qwen/Qwen3-8B`, `/ckpt/llama-7b`, `$MODEL_ROOT/qwen`), not a config file.
 _MODEL_ID = re.compile(r"[\w.$/{}~-]*/[\w.${}-]+/?(?<!\.yaml)(?<!\.yml)(?<!\.json)(?<!\.py)")
@@ -123,12 +128,15 @@ _SAMPLING_CALLS = ("SamplingParams", "SampleParams", "GenerationConfig", "genera
 _RL_ONLY = ("num_generations", "kl_coef", "clip_ratio", "temperature")
 
 
-def _fill_from_harvest(ev: Evidence, stated: list[Stated], reserved: tuple[str, ...], unread: set[int]) -> None:
+def _fill_from_harvest(ev: Evidence, stated: list[Stated], reserved: tuple[str, ...], unread: set[int],
+                       code: str = "", own_loop: bool = False) -> None:
     """A setting the framework reader did not find, stated once under a name that means it: the
     harvest's value, at its line. Two different values for one setting fill nothing (the reader
     would have to know which one the run uses); nor do names the framework uses for something else
     (`reserved`: OpenRLHF's PPO `max_epochs` is updates per batch), unresolved interpolations, or
-    LoRA options when the inputs switch LoRA off, or config keys nothing reads (`unread`: ids)."""
+    LoRA options when the inputs switch LoRA off, or config keys nothing reads (`unread`: ids). `code`:
+    the inputs' Python, where a policy loop's bare `beta` / `eps` must weigh or clip something; `own_loop`:
+    the training loop is the source's own (plain PyTorch or the Tinker SDK), not a trainer library's."""
     vote = ev.algorithm()
     rl = vote is not None and vote.algorithm in ("grpo", "ppo", "reinforce", "distillation")
     leaves = {s.norm.rsplit(".", 1)[-1]: s.value for s in stated}
@@ -152,7 +160,7 @@ def _fill_from_harvest(ev: Evidence, stated: list[Stated], reserved: tuple[str, 
             ev.setting("base_model", best)
     for key in _FILLABLE:
         if ev.best(key) is not None or (lora_off and key.startswith("lora.")) or (key in _RL_ONLY and not rl) \
-                or (key == "kl_coef" and kl_off):
+                or (key == "kl_coef" and kl_off) or (key == "num_epochs" and "update_epochs" in ev.extras):
             continue
         best = ev.harvested(key, lambda s, key=key: not _reserved(s.norm, reserved) and _usable(key, s.value)
                             and not s.incidental and id(s) not in unread
@@ -161,6 +169,26 @@ def _fill_from_harvest(ev: Evidence, stated: list[Stated], reserved: tuple[str, 
             ev.setting(key, best)
             if key == "lora.rank" and "used_lora" not in ev.extras:
                 ev.extra("used_lora", best.with_value(True))  # the stated rate is already a LoRA rate
+    policy = vote is not None and vote.algorithm in ("grpo", "ppo", "reinforce")  # GKD's beta weighs its JSD
+    if policy and not kl_off and ev.best("kl_coef") is None and _BETA_WEIGHS.search(code):
+        # GRPO's paper notation: `beta` weighs the KL term (`cfg.beta * kl`), when the loop multiplies by it
+        best = ev.harvested_where(lambda s: s.norm.rsplit(".", 1)[-1] == "beta" and id(s) not in unread
+                                  and not s.incidental and _usable("kl_coef", s.value))
+        if best is not None:
+            ev.setting("kl_coef", best)
+    if policy and ev.best("clip_ratio") is None and _EPS_CLIPS.search(code):
+        # a bare `eps` of a policy loop, `clamp(ratio, 1 - cfg.eps, 1 + cfg.eps)`: the clip range, not Adam's 1e-8
+        best = ev.harvested_where(lambda s: s.norm.rsplit(".", 1)[-1] in ("eps", "clip") and id(s) not in unread
+                                  and not s.incidental and isinstance(s.value, float) and 0.01 <= s.value <= 0.5)
+        if best is not None:
+            ev.setting("clip_ratio", best)
+    # names no per-device share can have (a bare batch_size can), in a loop of the source's own (a trainer
+    # library's global batch counts completions: per-device x accumulation x devices, which prompts only feed)
+    if own_loop and ev.best("global_batch_size") is None and ev.best("per_device_batch_size") is None:
+        best = ev.harvested_where(lambda s: s.norm.rsplit(".", 1)[-1].lower() in _GLOBAL_BATCH_NAMES
+                                  and id(s) not in unread and not s.incidental and _usable("global_batch_size", s.value))
+        if best is not None:
+            ev.setting("global_batch_size", best)
 
 
 def _unread(project: Project, stated: list[Stated]) -> set[int]:

@@ -2,6 +2,7 @@
 LoRA configs, and the infrastructure imports that become server-side on MinT."""
 
 import functools
+import re
 
 import libcst as cst
 
@@ -306,10 +307,13 @@ def called_reward(src: PySource) -> Value | None:
     """The reward function a loop calls itself (`rewards.append(reward(text, answer))`, or a method of
     the project's own scorer, `tracker.calculate_rewards(texts, answers)`): a call named for rewards,
     made from outside any reward, evaluation or test function; its name as written, at its first
-    such call, with the others its line sums (`reward_correct(q, a) + reward_format(q, a)`)."""
+    such call, with the others its line sums (`reward_correct(q, a) + reward_format(q, a)`). A call in
+    a function that builds an optimizer (the training loop) comes before one in a diagnostic pass."""
     found: list[tuple[str, Loc]] = []
     line = None
-    for call in sorted(src.calls, key=lambda c: c.loc.line):  # stable: a line's calls in source order
+    training = {c.scope for c in src.calls if c.name in OPTIMIZERS and c.scope is not None}
+    # stable: a line's calls in source order
+    for call in sorted(src.calls, key=lambda c: (bool(training) and c.scope not in training, c.loc.line)):
         if line is not None and call.loc.line != line:
             break
         named = _reward_call(src, call)
@@ -366,3 +370,20 @@ def _caller_name(src: PySource, call: CallSite) -> str:
     caller = src.function_of(call.scope) if call.scope is not None else None
     return caller.name.rsplit(".", 1)[-1].lower() if caller is not None else ""
 
+
+def unread_field(info, field: str, own: str, others: list[str]) -> bool:
+    """A field of a chz config that the loop beside it never reads: neither `config.epochs`, nor
+    `getattr(c, "epochs")`, nor `c["epochs"]` in its own file (`own`) or the inputs' other files. Judged
+    only for a chz class of the file's own (no base class, which could read it) whose file reads other
+    fields of it: a Tinker loop reads its config by attribute, while a dataclass is often handed whole
+    to a helper the inputs do not hold (`create_and_prepare_model(script_args)`)."""
+    if not any(d.split("(", 1)[0].rsplit(".", 1)[-1] == "chz" for d in info.decorators) \
+            or any(base.rsplit(".", 1)[-1] not in ("object", "ABC") for base in info.bases):
+        return False
+    if not any(_reads(name, own) for name in info.fields if name != field):
+        return False
+    return not any(_reads(field, text) for text in (own, *others))
+
+
+def _reads(field: str, text: str) -> bool:
+    return re.search(rf"\.{re.escape(field)}\b|['\"]{re.escape(field)}['\"]", text) is not None

@@ -199,13 +199,19 @@ def _settings(src: PySource, ev: Evidence) -> None:
         if not call.switched_off() and not call.discarded():
             lora_from_peft(call, ev)
     _reward_functions(src, ev)
-    for target, iterator, scope, _loc in src.loops:
+    for target, iterator, scope, loc in src.loops:
         if not (isinstance(iterator, cst.Call) and dotted_name(iterator.func) == "range" and iterator.args):
             continue
         bound = src.evaluate(iterator.args[-1].value if len(iterator.args) == 1 else iterator.args[1].value, scope)
         if bound is None or as_int(bound.value) is None:
             continue
-        if "epoch" in target.lower():
+        outer = src.index.outer_loops.get(loc.line, ())
+        if "epoch" in target.lower() and any(w in o.lower() for o in outer for w in _STEP_WORDS):
+            # `for step in range(steps): ... for epoch in range(ppo_epochs)`: updates per rollout batch
+            ev.warn("MULTI_UPDATE", f"{bound.value} update epochs per rollout batch: on MinT repeat forward_backward + "
+                    "optim_step over the same Datums, or keep one update per batch.", bound.loc)
+            ev.extra("update_epochs", bound)  # not passes over the data: the harvest must not fill num_epochs with it
+        elif "epoch" in target.lower():
             ev.setting("num_epochs", bound)
         elif any(w in target.lower() for w in _STEP_WORDS):
             ev.setting("max_steps", bound)

@@ -816,8 +816,10 @@ class PySource:
         if arg.default is None:
             if arg.action in {"store_true", "store_false"}:
                 return Value(arg.action == "store_false", Loc(self.label, arg.line), Level.DEFAULT)
-            return None
+            return self.filled_default(dest)
         value = self.evaluate(arg.default, None)
+        if value is not None and value.value is None:  # `default=None`, then filled in after parsing
+            return self.filled_default(dest) or value
         if value is None:
             return None
         if arg.type_name in {"int", "float"} and isinstance(value.value, str):
@@ -826,6 +828,14 @@ class PySource:
             except ValueError:
                 return None
         return Value(value.value, value.loc, Level.DEFAULT)
+
+    def filled_default(self, dest: str) -> Value | None:
+        """The value a script gives an option left None on its command line (`if args.x is None: args.x = ...`)."""
+        filled = self.index.filled_defaults.get(dest)
+        if filled is None:
+            return None
+        value = self.evaluate(filled.value, filled.scope)
+        return None if value is None else Value(value.value, value.loc, Level.DEFAULT)
 
     def field_value(self, class_name: str, key: str, *, parsed: bool) -> Value | None:
         """A dataclass field: the command line, then a config file when the class is parsed from
@@ -836,6 +846,11 @@ class PySource:
             for config in self.configs:
                 if key in config:
                     return config.get(key)
+        built = self.calls_named(class_name)
+        if len(built) == 1 and key in built[0].keywords():  # built once, `TrainConfig(lr=args.lr)`: what it is given
+            given = built[0].kwarg(key)
+            if given is not None:
+                return given
         info = self.classes.get(class_name)
         seen = set()
         while info is not None and info.name not in seen:

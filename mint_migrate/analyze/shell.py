@@ -471,6 +471,9 @@ class ShellScript:
         self.unresolved: list[tuple[Loc, str]] = []
         self.stray_flags: list[Loc] = []
         self.exports: dict[str, Value] = {}
+        # `VLLM_ATTENTION_BACKEND=XFORMERS ray start --head`: the environment given to a command that trains
+        # nothing here (a launch keeps its own, Command.env)
+        self.command_env: dict[str, Value] = {}
         self.partial: dict[str, str] = {}  # variables that could not be resolved, as far as they expand
         self._texts: dict[str, Text] = {}  # each variable's characters with their lines
         self._functions: dict[str, list[RawCommand]] = {}
@@ -1326,6 +1329,8 @@ class ShellScript:
         command = self._launch(toks, env, launchers=[])
         if command is not None:
             self.commands.append(command)
+        else:
+            self.command_env.update(env)
 
     def _inline_script(self, toks: list[Tok], positional: list[Text] | None) -> bool:
         """`[srun ...] bash -c "..."`: the string is a script of its own, run here (its lines are

@@ -205,6 +205,9 @@ _SUFFIXES: dict[str, Meaning] = {
     "data.path": Meaning("dataset", "setting"), "dataset.path": Meaning("dataset", "setting"),
     "dataset.name": Meaning("dataset", "setting"), "model.model": Meaning("base_model", "setting"),
     "dataset.dataset": Meaning("dataset", "setting"),
+    # the DPO reference implementation's layout: `model=pythia28 model.archive=.../LATEST/policy.pt`,
+    # the SFT checkpoint the trained policy starts from
+    "model.archive": Meaning("base_model", "setting"),
 }
 # Samples per prompt, however a loop words it: `NUM_ANSWERS_PER_QUESTION`, `responses_per_problem`.
 _PER_PROMPT = re.compile(r"^(num_|n_)?(answers?|responses?|completions?|generations?|samples?|rollouts?|outputs?)"

@@ -11,7 +11,7 @@ import libcst as cst
 
 from mint_migrate.analyze.evidence import Evidence, Level, Value
 from mint_migrate.analyze.inputs import Project
-from mint_migrate.analyze.pycommon import called_reward, dataset_calls, dataset_id
+from mint_migrate.analyze.pycommon import called_reward, dataset_calls, dataset_id, unread_field
 from mint_migrate.analyze.pyvalues import CallSite, PySource
 from mint_migrate.analyze.registry import Analyzer
 from mint_migrate.analyze.scalars import as_int
@@ -70,6 +70,7 @@ def optimizer_defaults(algorithm: Algorithm) -> dict[str, tuple[float, str]]:
 
 
 def analyze(project: Project, ev: Evidence) -> None:
+    texts = [f.python.text for f in project.pythons()]
     for f in project.pythons():
         src = f.python
         where = src.imports_module("tinker", "tinker_cookbook", "mint")
@@ -77,7 +78,7 @@ def analyze(project: Project, ev: Evidence) -> None:
             continue
         ev.extra("used_lora", Value(True, where, Level.CODE))
         _bridge(src, ev)
-        _config_fields(src, ev)
+        _config_fields(src, ev, texts)
         _calls(src, ev)
         _fixes(src, ev)
     for command, script in project.launches:
@@ -142,13 +143,16 @@ def _recipe_command(command, ev: Evidence) -> None:
 # --- settings ------------------------------------------------------------------------------------------
 
 
-def _config_fields(src: PySource, ev: Evidence) -> None:
-    """Fields of the script's chz / dataclass configs (defaults, or the command line's key=value)."""
+def _config_fields(src: PySource, ev: Evidence, texts: list[str]) -> None:
+    """Fields of the script's chz / dataclass configs (defaults, or the command line's key=value); a
+    field no code of the inputs reads (`epochs: int = 10` beside a loop over the batches) sets nothing."""
     for info in src.classes.values():
         if not info.is_config:
             continue
         for name in info.fields:
             setting = FIELDS.get(name)
+            if setting is not None and unread_field(info, name, src.text, texts):
+                continue
             if setting is not None:
                 ev.setting(setting, src.field_value(info.name, name, parsed=True))
             elif name == "loss_fn":
