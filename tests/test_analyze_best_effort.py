@@ -524,3 +524,36 @@ def test_the_dpo_reference_layouts_model_archive_is_the_checkpoint_the_policy_st
     assert plan.algorithm == "dpo"
     assert plan.settings.base_model.value == ".cache/sft/LATEST/policy.pt"
     assert plan.settings.beta.value == 0.1
+
+
+def test_a_wrappers_own_argparse_follows_the_framework_its_launcher_links_to(tmp_path):
+    # `--lr --epochs --batch_size --model` are no TrainingArguments fields: a wrapper's own argparse (often around
+    # TRL's trainers); the launcher's link to the framework it wraps says which, and the script's name the algorithm
+    launcher = write(tmp_path, "proj/launch.sh", """
+        # This reproduces https://github.com/volcengine/verl/blob/main/examples/grpo_trainer/run_qwen3-8b.sh
+        python run_grpo.py --model Qwen/Qwen3-8B --dataset openai/gsm8k --epochs 15 --lr 1e-6 --batch_size 256 \\
+            --num_generations 5 --kl_coef 0.001
+    """)
+    plan = analyze(launcher, [])
+    assert (plan.framework, plan.algorithm) == ("verl", "grpo")
+    assert "links to volcengine/verl" in guessed(plan) and "--config run_grpo.py" in guessed(plan)
+    assert plan.settings.base_model.value == "Qwen/Qwen3-8B" and plan.settings.learning_rate.value == 1e-6
+    assert plan.settings.num_generations.value == 5
+
+
+def test_a_projects_own_entry_point_given_tinker_cookbooks_chz_arguments(tmp_path):
+    launcher = write(tmp_path, "proj/scripts/train_rl.sh", """
+        MODEL="${1:-meta-llama/Llama-3.1-8B-Instruct}"
+        python -m src.train \\
+            model_name="$MODEL" \\
+            groups_per_batch=100 \\
+            group_size=4 \\
+            learning_rate=1e-5 \\
+            behavior_if_log_dir_exists=ask
+    """)
+    plan = analyze(launcher, [])
+    assert (plan.framework, plan.algorithm) == ("tinker", "grpo")
+    s = plan.settings
+    assert (s.base_model.value, s.global_batch_size.value, s.num_generations.value) == (
+        "meta-llama/Llama-3.1-8B-Instruct", 100, 4)
+    assert any("src.train" in c.source for c in plan.constructs)

@@ -1695,3 +1695,31 @@ def test_a_config_built_from_the_parsed_command_line_and_fields_nothing_reads(tm
     assert (s.learning_rate.value, s.learning_rate.source) == (4e-5, "train.py:15")
     assert (s.lora.value.rank, s.lora.source) == (32, "train.py:16")
     assert s.num_epochs is None
+
+
+def test_a_launch_whose_job_id_a_variable_captures_still_runs(tmp_path):
+    plan = plan_of(tmp_path, "run.sh", """
+        JOB_ID=$(ray job submit --address="http://127.0.0.1:8265" \\
+            --runtime-env-json='{"working_dir": "/openrlhf"}' \\
+            -- python -u -m openrlhf.cli.train_ppo_ray \\
+            --pretrain org/policy \\
+            --actor_learning_rate 5e-7 \\
+            --init_kl_coef 0.01 2>&1 | grep -oP 'raysubmit_\\w+')
+        ray job status $JOB_ID
+    """)
+    assert (plan.framework, plan.algorithm) == ("openrlhf", "ppo")
+    assert (plan.settings.learning_rate.value, plan.settings.learning_rate.source) == (5e-7, "run.sh:5")
+
+
+def test_verls_on_policy_distillation_block_is_distillation_whatever_the_estimator(tmp_path):
+    plan = plan_of(tmp_path, "run_opd.sh", """
+        python3 -m verl.trainer.main_ppo \\
+            algorithm.adv_estimator=grpo \\
+            actor_rollout_ref.model.path=Qwen/Qwen3-1.7B \\
+            actor_rollout_ref.rollout.n=4 \\
+            distillation.enabled=True \\
+            distillation.teacher_model.model_path=Qwen/Qwen3-8B
+    """)
+    assert (plan.framework, plan.algorithm) == ("verl", "distillation")
+    assert "DISTILL_TEACHER" in codes(plan)
+    assert plan.settings.base_model.value == "Qwen/Qwen3-1.7B"

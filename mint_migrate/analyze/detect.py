@@ -42,6 +42,11 @@ _NOT_TRL_FLAGS = ((_NO_TRAINER_FLAGS, "accelerate's hand-written `no_trainer` lo
                   (_DEEPSPEED_ARGPARSE_FLAGS, "a hand-written DeepSpeed loop's own argparse, not TrainingArguments",
                    True))
 _PREFERENCE = {"dpo", "kto", "orpo"}
+# Short flags of a script's own argparse that TrainingArguments spells otherwise (learning_rate,
+# num_train_epochs, per_device_train_batch_size, model_name_or_path): a wrapper's, which may drive TRL's
+# trainer or another framework; the framework its launcher links to, when it links to one, says which.
+_OWN_ARGPARSE_FLAGS = {"lr", "epochs", "batch_size", "model"}
+_REPOSITORY = re.compile(r"github\.com/([\w.-]+)/([\w.-]+)")
 
 
 @dataclass(frozen=True)
@@ -146,6 +151,13 @@ def _from_shell(project: Project, primary: InputFile) -> Detected:
                     return Detected("trl", command.loc, why.replace(": the plan", f"; named for {named}, it is most "
                                                                     "likely TRL's trainer subclassed: the plan", 1))
                 return _guess(project, command.loc, why)
+        cited = _framework_cited(primary) if len(flags & _OWN_ARGPARSE_FLAGS) >= 2 else None
+        if cited is not None:  # `--lr --epochs --batch_size`: a wrapper's own argparse, of the framework it links to
+            return Detected(cited[0], command.loc, (
+                f"{command.loc} runs {command.target}, which was not given; its flags "
+                f"({', '.join('--' + f for f in sorted(flags & _OWN_ARGPARSE_FLAGS))}) are a script's own argparse, "
+                f"not a trainer library's config, and {cited[1]}: the plan is read from the launch's flags. Pass it "
+                f"with --config {command.target} to read the training code"))
         if flags & _TRL_FLAGS:
             return Detected("trl", command.loc)
         for y in project.yamls():  # the config it is handed says whose it is
@@ -170,6 +182,18 @@ def _from_shell(project: Project, primary: InputFile) -> Detected:
         f"{command.loc}: {command.text} is not a {framework_list()} training entry point; pass the training "
         "script it runs with --config."
     )
+
+
+def _framework_cited(launcher: InputFile) -> tuple[str, str] | None:
+    """The framework whose repository the launcher links to (`# reproduces
+    https://github.com/volcengine/verl/blob/main/examples/...`): a wrapper script's own words for what
+    it drives."""
+    names = {a.name for a in analyzers()}
+    for owner, repo in _REPOSITORY.findall(launcher.text):
+        name = repo.lower().removesuffix(".git")
+        if name in names:
+            return name, f"the launcher links to {owner}/{repo}"
+    return None
 
 
 def _launches_training(command: Command, script: InputFile) -> bool:

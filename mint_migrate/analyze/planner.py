@@ -4,14 +4,14 @@ with what became of every setting (coverage.py). Nothing is rendered or written 
 
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from mint_migrate.analyze import choices, confirm, coverage, ledger, optimizer, task
 from mint_migrate.analyze.detect import detect
 from mint_migrate.analyze.evidence import NOT_USED, Evidence, Level, Value
 from mint_migrate.analyze.harvest import Stated, harvest
 from mint_migrate.analyze.inputs import Project, load_project
-from mint_migrate.analyze.pycommon import server_side
+from mint_migrate.analyze.pycommon import algorithm_in_name, server_side
 from mint_migrate.analyze.registry import analyzer, analyzers
 from mint_migrate.analyze.settings import build_settings, coerce
 from mint_migrate.analyze.shell import POSITIONAL_ONLY
@@ -41,6 +41,8 @@ def analyze_inputs(source_path: Path, config_paths: list[Path], confirmed: list[
     ev = Evidence(stated=stated, meaning_of=meaning)
     reader = analyzer(framework)
     reader.analyze(project, ev)
+    if found.guessed:
+        _named_target(project, ev)
     _launch_context(project, ev)
     unread = _unread(project, stated) if reader.own_config else set()
     _fill_from_harvest(ev, stated, reader.reserved_names, unread, "\n".join(f.python.text for f in project.pythons()),
@@ -126,6 +128,18 @@ _TEXT_SETTINGS = ("base_model", "dataset", "lora.target_modules")
 # `temperature` is its evaluation's).
 _SAMPLING_CALLS = ("SamplingParams", "SampleParams", "GenerationConfig", "generate", "sample")
 _RL_ONLY = ("num_generations", "kl_coef", "clip_ratio", "temperature")
+
+
+def _named_target(project: Project, ev: Evidence) -> None:
+    """A guessed framework's reader found no algorithm: what the launched script is named for
+    (`run_grpo.py`) is the best evidence left."""
+    vote = ev.algorithm()
+    if (vote is not None and vote.algorithm != "other") or not project.launches:
+        return
+    command, _script = project.launches[0]
+    named = algorithm_in_name(PurePosixPath(command.target).stem.rsplit(".", 1)[-1])
+    if named is not None:
+        ev.vote(named, command.loc, f"{command.target}: what the script it runs is named for", 1)
 
 
 def _fill_from_harvest(ev: Evidence, stated: list[Stated], reserved: tuple[str, ...], unread: set[int],

@@ -48,6 +48,9 @@ _ARITH_UPDATE = re.compile(r"\s*(?:([A-Za-z_]\w*)\s*([-+*/%]?=)(?!=)\s*(.+?)|(?:
                            r"|([A-Za-z_]\w*)\s*(\+\+|--))\s*", re.S)
 _WRAPPERS = {"nohup", "time", "exec", "sudo", "nice", "stdbuf", "srun", "env", "mpirun", "mpiexec", "timeout",
              "taskset", "numactl"}
+# A command substitution that starts a training run (its job id or output captured), not one that only
+# asks the machine something (`$(python get_free_port.py)`, `$(date)`).
+_LAUNCH_INSIDE = re.compile(r"\bray\s+job\s+submit\b|\b(torchrun|deepspeed)\b|\baccelerate\s+launch\b")
 _WRAPPER_OPERAND = {"timeout", "taskset"}  # `timeout 3600 python ...`: one word before the program
 # Container runners: the subcommands that run a command, and the options of theirs that take no value.
 _DOCKER_BARE = {"--rm", "-i", "-t", "-it", "-ti", "-d", "--detach", "--interactive", "--tty", "--privileged", "--init",
@@ -942,7 +945,10 @@ class ShellScript:
             self._set(name, Text(list(first.chars), list(first.spans)), loc)
             self._arrays[name] = elements
             return
-        fields = self._expand(_after_equals(word), positional, split=False)
+        after = _after_equals(word)
+        if len(after) == 1 and after[0].kind == "cmd" and _LAUNCH_INSIDE.search(after[0].text):
+            self._captured_launch(after[0], positional)  # `JOB_ID=$(ray job submit ... -- python -m ...)`
+        fields = self._expand(after, positional, split=False)
         value = fields[0] if fields else Text()
         for more in fields[1:]:  # `x="$x ${files[@]}"`: an assignment joins an array's elements with blanks
             value.add(" ", word.line)
@@ -950,6 +956,15 @@ class ShellScript:
         if append and name in self._texts:
             value = Text(self._texts[name].chars + value.chars, list(self._texts[name].spans))
         self._set(name, value, loc)
+
+    def _captured_launch(self, part: Part, positional: list[Text] | None) -> None:
+        """A training launch whose output a variable captures runs all the same: its commands are read
+        like the script's own (its lines are the lines it is written on)."""
+        try:
+            commands = Lexer(part.text, part.line, self.label).run()
+        except MintMigrateError:
+            return
+        self._exec(self._nodes(commands), positional, 1, 0)
 
     def _elements(self, name: str, positional: list[Text] | None) -> list[Text] | None:
         """An array's elements (a plain variable is an array of one)."""

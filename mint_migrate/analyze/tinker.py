@@ -82,7 +82,7 @@ def analyze(project: Project, ev: Evidence) -> None:
         _calls(src, ev)
         _fixes(src, ev)
     for command, script in project.launches:
-        if script is None and (command.module or "").startswith("tinker_cookbook"):
+        if script is None and _runs_a_recipe(command):
             _recipe_command(command, ev)
     if ev.best("global_batch_size") is None:  # `batch = random.sample(examples, 4)`: the prompts of a step
         ev.setting("global_batch_size", _sampled_batch(project))
@@ -118,18 +118,37 @@ def _sampled_batch(project: Project) -> Value | None:
 _BATCH_NAMES = ("batch_size", "groups_per_batch", "prompts_per_batch")
 
 
+# chz fields only tinker-cookbook's training configs have: `key=value` arguments naming them are a
+# cookbook-style entry point's (a project's own `python -m src.train groups_per_batch=100 ...`).
+_COOKBOOK_FIELDS = {"behavior_if_log_dir_exists", "groups_per_batch", "num_substeps", "kl_penalty_coef",
+                    "kl_discount_factor", "loss_fn_config"}
+
+
+def _runs_a_recipe(command) -> bool:
+    """A tinker-cookbook recipe module, or a module of the project's own run with cookbook chz arguments."""
+    if (command.module or command.script or "").startswith("tinker_cookbook"):
+        return True
+    return any(arg.kind == "override" and arg.name in _COOKBOOK_FIELDS for arg in command.args)
+
+
 def _recipe_command(command, ev: Evidence) -> None:
     """`python -m tinker_cookbook.recipes.X key=value ...` (chz arguments) without the recipe's source."""
-    module = command.module or ""
-    words = set(module.replace("_", ".").split("."))
+    module = command.module or command.script or ""
+    words = set(module.replace("_", ".").replace("/", ".").split("."))
+    names = {arg.name for arg in command.args if arg.kind == "override"}
     algorithm = ("dpo" if words & {"dpo", "preference"} else "distillation" if any("distill" in w for w in words)
-                 else "grpo" if words & {"rl", "grpo"} else "sft" if words & {"sl", "sft", "supervised", "chat"}
-                 else None)
+                 else "grpo" if words & {"rl", "grpo"} or names & {"group_size", "groups_per_batch"}
+                 else "sft" if words & {"sl", "sft", "supervised", "chat"} else None)
     if algorithm is not None:
         ev.vote(algorithm, command.loc, f"python -m {module}", 2)
-    ev.construct(f"python -m {module} (tinker-cookbook recipe)", command.loc,
-                 "python train.py (the MinT scaffold for the same algorithm)",
-                 "or keep the recipe: pin tinker-cookbook==0.4.1 and import mint before it")
+    if module.startswith("tinker_cookbook"):
+        ev.construct(f"python -m {module} (tinker-cookbook recipe)", command.loc,
+                     "python train.py (the MinT scaffold for the same algorithm)",
+                     "or keep the recipe: pin tinker-cookbook==0.4.1 and import mint before it")
+    else:
+        ev.construct(f"{module} with tinker-cookbook's chz arguments (the entry point was not given)", command.loc,
+                     "python train.py (the MinT scaffold for the same algorithm)",
+                     f"pass {module} with --config to read its loop; the plan is read from the arguments")
     for arg in command.args:
         if arg.kind not in {"override", "flag"}:
             continue
@@ -473,5 +492,6 @@ ANALYZER = Analyzer(
     # a Tinker LoRA takes a rank only: an alpha or target modules the loop's config states configure nothing
     reserved_names=("alpha", "lora_alpha", "target_modules", "lora_target_modules"),
     own_config=True,  # a loop that yaml.safe_loads its own config reads only the keys it names
-    detect_command=lambda command, script: (command.module or command.script or "").startswith("tinker_cookbook"),
+    detect_command=lambda command, script: script is None and _runs_a_recipe(command)
+    or (command.module or command.script or "").startswith("tinker_cookbook"),
 )

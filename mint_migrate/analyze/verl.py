@@ -9,7 +9,14 @@ from pathlib import PurePosixPath
 
 from mint_migrate.analyze.evidence import Evidence, Level, Loc, Value
 from mint_migrate.analyze.inputs import InputFile, Project, add_file
-from mint_migrate.analyze.pycommon import algorithm_in_name, estimator_algorithm, infra_imports, server_side
+from mint_migrate.analyze.pycommon import (
+    TEACHER_FLAG,
+    algorithm_in_name,
+    estimator_algorithm,
+    infra_imports,
+    server_side,
+    teacher_warning,
+)
 from mint_migrate.analyze.pyvalues import PySource
 from mint_migrate.analyze.registry import Analyzer
 from mint_migrate.analyze.scalars import as_int, as_number
@@ -257,6 +264,13 @@ def _rl(project: Project, config: dict[str, Value], ev: Evidence, command: Comma
             named = "grpo"  # a PPO run always sizes its critic; a fork whose own config picks the estimator
             ev.vote("grpo", where, "no adv_estimator and no critic settings: the fork's own config picks a "
                     "critic-free estimator (GRPO's family)", 3)
+    enabled = config.get("distillation.enabled")
+    if enabled is not None and enabled.value is True:  # verl's on-policy distillation: a teacher's logprobs, in main_ppo
+        ev.vote("distillation", enabled.loc, "distillation.enabled=True (on-policy distillation from a teacher)", 4)
+        teacher = next((config[k] for k in config if k.startswith("distillation.") and k.endswith(".model_path")), None)
+        if teacher is not None and teacher.value:
+            teacher_warning(ev, str(teacher.value), teacher.loc)
+            ev.construct(f"teacher {teacher.value}", teacher.loc, TEACHER_FLAG)
     target = (command.module or command.script or "") if command else ""
     if target.startswith("recipe."):
         recipe = target.split(".")[1]
