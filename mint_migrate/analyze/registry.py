@@ -42,8 +42,9 @@ class Analyzer:
     # names that look like a canonical setting but mean something else in this framework: the
     # synonym table never fills a setting from them (the analyzer reads them itself)
     reserved_names: tuple[str, ...] = ()
-    # the inputs' own code reads their YAML configs (a hand-written loop's `yaml.safe_load`), so a
-    # key that code never names is never read; a framework's trainer reads keys the inputs do not name
+    # the training loop is the inputs' own code: it reads their YAML configs (a hand-written loop's
+    # `yaml.safe_load`), so a key that code never names is never read, and its batch is whatever it
+    # draws per step; a framework's trainer reads keys the inputs do not name
     own_config: bool = False
     # reads any hand-written loop (the last resort): a file that also imports a framework is that framework's
     generic: bool = False
