@@ -1723,3 +1723,88 @@ def test_verls_on_policy_distillation_block_is_distillation_whatever_the_estimat
     assert (plan.framework, plan.algorithm) == ("verl", "distillation")
     assert "DISTILL_TEACHER" in codes(plan)
     assert plan.settings.base_model.value == "Qwen/Qwen3-1.7B"
+
+
+def test_a_judge_server_started_before_the_run_is_not_the_run(tmp_path):
+    # `python -m uvicorn teacher.server:app &` beside a torchrun whose program is a variable's default
+    plan = plan_of(tmp_path, "train_grpo.sh", """
+        TORCHRUN_BIN="${TORCHRUN_BIN:-torchrun}"
+        nohup python -m uvicorn teacher.server:app --port 8000 > teacher.log 2>&1 &
+        "${TORCHRUN_BIN}" --nproc_per_node=8 train/grpo.py \\
+            --model_name_or_path Qwen/Qwen2.5-VL-7B-Instruct \\
+            --num_generations 8 \\
+            --beta 0.04
+    """)
+    assert (plan.framework, plan.algorithm) == ("trl", "grpo")
+    assert plan.settings.num_generations.value == 8 and plan.settings.kl_coef.value == 0.04
+
+
+def test_a_forks_own_openrlhf_estimator_over_groups_is_grpos_family(tmp_path):
+    plan = plan_of(tmp_path, "run.sh", """
+        python3 -m openrlhf.cli.train_ppo_ray \\
+           --actor.model_name_or_path org/policy \\
+           --critic.adam.lr 9e-6 \\
+           --rollout.n_samples_per_prompt 8 \\
+           --algo.advantage.estimator gd2po
+    """)
+    assert (plan.framework, plan.algorithm) == ("openrlhf", "grpo")
+
+
+def test_a_trainer_class_bound_to_a_name_before_it_is_called(tmp_path):
+    plan = plan_of(tmp_path, "dpo.py", """
+        from trl import DPOTrainer
+        from my_trainer import NewDPOTrainer
+
+        if use_new:
+            Trainer = NewDPOTrainer
+        else:
+            Trainer = DPOTrainer
+        trainer = Trainer(model="org/m", beta=0.1)
+        trainer.train()
+    """)
+    assert (plan.framework, plan.algorithm) == ("trl", "dpo")
+
+
+def test_a_launch_with_trls_first_ppoconfig_fields_is_trls_ppo(tmp_path):
+    plan = plan_of(tmp_path, "train_ppo_trl.sh", """
+        python train_code/ppo_train.py --batch_size 1 --mini_batch_size 1 --learning_rate 3e-6 --ppo_epochs 3 \\
+            --log_with=wandb --query_dataset="org/hh-rlhf" --model_name="/models/llama2_sft/"
+    """)
+    assert (plan.framework, plan.algorithm) == ("trl", "ppo")
+
+
+def test_trls_model_name_or_path_fills_the_base_model_outside_ppo(tmp_path):
+    # a TRL SFT script that reads its own YAML with yaml.safe_load and loads the model through a helper
+    plan = plan_of(tmp_path, "train_sft.py", """
+        import yaml
+        from trl import SFTConfig, SFTTrainer
+        from utils import load_causal_lm
+
+        cfg = yaml.safe_load(open("sft.yaml"))
+        model = load_causal_lm(cfg["model_name_or_path"])
+        SFTTrainer(model=model, args=SFTConfig(output_dir="out")).train()
+    """, ("sft.yaml", "model_name_or_path: TinyLlama/TinyLlama-1.1B-Chat-v1.0\nlearning_rate: 2.0e-5\n"))
+    assert plan.algorithm == "sft"
+    assert plan.settings.base_model.value == "TinyLlama/TinyLlama-1.1B-Chat-v1.0"
+
+
+def test_an_attribute_of_a_plain_config_class_that_nothing_reads_is_no_setting(tmp_path):
+    # `Config.model_name_or_path` is never read; the model the run loads is MODEL_NAME
+    plan = plan_of(tmp_path, "train_kto.py", """
+        from trl import KTOConfig, KTOTrainer
+
+        class Config:
+            beta = 0.1
+            model_name_or_path = "../checkpoint/kto2"
+            learning_rate = 5e-4
+
+        def kto_pipeline(model_name):
+            args = KTOConfig(beta=Config.beta, learning_rate=Config.learning_rate, output_dir="out")
+            KTOTrainer(model=model_name, args=args).train()
+
+        MODEL_NAME = "gpt2"
+        kto_pipeline(MODEL_NAME)
+    """)
+    assert plan.algorithm == "kto"
+    assert (plan.settings.base_model.value, plan.settings.base_model.source) == ("gpt2", "train_kto.py:12")
+    assert plan.settings.learning_rate.value == 5e-4

@@ -21,6 +21,9 @@ from mint_migrate.frameworks import framework_list
 # A launch of a script that was not given still says TRL when it passes TRL's own flags.
 _TRL_FLAGS = {"model_name_or_path", "per_device_train_batch_size", "num_generations", "max_completion_length",
               "dataset_name", "use_peft", "lora_r", "gradient_accumulation_steps", "num_train_epochs"}
+# Fields of TRL's first PPOConfig (PPOTrainer.step(), up to trl 0.11), which scripts copied from its
+# examples still parse: `--ppo_epochs 3 --mini_batch_size 1 --log_with wandb --query_dataset ...`.
+_TRL_PPO_V1_FLAGS = {"ppo_epochs", "mini_batch_size", "log_with", "query_dataset", "adap_kl_ctrl", "tracker_project_name"}
 # Flags of accelerate's `*_no_trainer.py` example scripts, the hand-written loop most projects copy
 # (open-instruct's finetune.py and dpo_tune.py among them): not TrainingArguments fields.
 _NO_TRAINER_FLAGS = {"with_tracking", "checkpointing_steps", "use_slow_tokenizer", "resume_from_checkpoint_dir",
@@ -135,7 +138,8 @@ def _from_shell(project: Project, primary: InputFile) -> Detected:
         framework = framework_of_command(command, script)
         if framework is not None:
             return Detected(framework, command.loc)
-    command, script = project.launches[0]
+    # the run, not a server or an evaluation started around it
+    command, script = next(((c, s) for c, s in project.launches if not c.auxiliary), project.launches[0])
     if script is not None and _from_companions(project) is not None:
         return Detected(_from_companions(project)[0], command.loc)
     if (command.script or command.module) and script is None:
@@ -158,7 +162,7 @@ def _from_shell(project: Project, primary: InputFile) -> Detected:
                 f"({', '.join('--' + f for f in sorted(flags & _OWN_ARGPARSE_FLAGS))}) are a script's own argparse, "
                 f"not a trainer library's config, and {cited[1]}: the plan is read from the launch's flags. Pass it "
                 f"with --config {command.target} to read the training code"))
-        if flags & _TRL_FLAGS:
+        if flags & _TRL_FLAGS or len(flags & _TRL_PPO_V1_FLAGS) >= 2:
             return Detected("trl", command.loc)
         for y in project.yamls():  # the config it is handed says whose it is
             for analyzer in analyzers():

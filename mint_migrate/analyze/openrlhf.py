@@ -158,6 +158,11 @@ def analyze(project: Project, ev: Evidence) -> None:
             ev.set_variant("rloo", command.loc)
         elif estimator is not None and estimator.value is not None:
             algorithm, variant = estimator_algorithm(str(estimator.value.value), ESTIMATORS)
+            samples = _value(flags, "n_samples_per_prompt", "rollout.n_samples_per_prompt")
+            if algorithm == "other" and samples is not None and (as_number(samples.value) or 1) > 1:
+                # a fork's own estimator over groups of samples (`gd2po`): GRPO's family. Critic flags beside
+                # it are the PPO example's, copied; an estimator that needs no critic never builds one
+                algorithm = "grpo"
             ev.extra("kind_hint", Value("grpo", estimator.value.loc))
             ev.vote(algorithm, estimator.value.loc, f"{estimator.written} {estimator.value.value}", 3)
             ev.set_variant(variant, estimator.value.loc)

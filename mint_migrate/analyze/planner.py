@@ -45,7 +45,9 @@ def analyze_inputs(source_path: Path, config_paths: list[Path], confirmed: list[
         _named_target(project, ev)
     _launch_context(project, ev)
     unread = _unread(project, stated) if reader.own_config else set()
-    _fill_from_harvest(ev, stated, reader.reserved_names, unread, "\n".join(f.python.text for f in project.pythons()),
+    voted = ev.algorithm()
+    reserved = reader.reserved_names + reader.reserved_in.get(voted.algorithm if voted else "other", ())
+    _fill_from_harvest(ev, stated, reserved, unread, "\n".join(f.python.text for f in project.pythons()),
                        own_loop=reader.own_config)
     _cite_the_override(ev, stated, unread)
     agent = confirm.apply(confirm.parse_all(confirmed or []), project, ev)

@@ -372,14 +372,17 @@ def _caller_name(src: PySource, call: CallSite) -> str:
 
 
 def unread_field(info, field: str, own: str, others: list[str]) -> bool:
-    """A field of a chz config that the loop beside it never reads: neither `config.epochs`, nor
+    """A field of a config class that the loop beside it never reads: neither `config.epochs`, nor
     `getattr(c, "epochs")`, nor `c["epochs"]` in its own file (`own`) or the inputs' other files. Judged
-    only for a chz class of the file's own (no base class, which could read it) whose file reads other
-    fields of it: a Tinker loop reads its config by attribute, while a dataclass is often handed whole
-    to a helper the inputs do not hold (`create_and_prepare_model(script_args)`)."""
-    if not any(d.split("(", 1)[0].rsplit(".", 1)[-1] == "chz" for d in info.decorators) \
-            or any(base.rsplit(".", 1)[-1] not in ("object", "ABC") for base in info.bases):
+    only for a chz config or a plain holder of class attributes (`class Config: lr = 1e-5`), of the
+    file's own (no base class, which could read it), never handed whole to a call, whose file reads other
+    fields of it: a dataclass is often handed to a parser or a helper the inputs do not hold
+    (`create_and_prepare_model(script_args)`), and a config module alone is read by code elsewhere."""
+    chz = any(d.split("(", 1)[0].rsplit(".", 1)[-1] == "chz" for d in info.decorators)
+    if not (chz or not info.decorators) or any(base.rsplit(".", 1)[-1] not in ("object", "ABC") for base in info.bases):
         return False
+    if re.search(rf"[(,]\s*{re.escape(info.name)}\s*[,)]", own):
+        return False  # `run(Config)`: whatever the callee reads
     if not any(_reads(name, own) for name in info.fields if name != field):
         return False
     return not any(_reads(field, text) for text in (own, *others))

@@ -6,14 +6,15 @@ An analyzer module `mint_migrate/analyze/<name>.py` defines `ANALYZER = Analyzer
 - `analyze(project, evidence)`: read the inputs, offer settings and algorithm votes;
 - `read_task(project, ev, algorithm, kind, settings, task)`: the user's data, reward and schedule;
 - `defaults(algorithm)`: the values the framework uses when the inputs say nothing;
-- `reserved_names`: setting-like names that mean something else in this framework;
+- `reserved_names` (`reserved_in`, for one algorithm): setting-like names that mean something else
+  in this framework;
 - `optimizer_defaults(algorithm)`: its trainer's Adam settings when the inputs say nothing, by
   types.AdamParams name (beta1, beta2, eps, weight_decay, grad_clip_norm).
 """
 
 import importlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 
 from mint_migrate.analyze.evidence import Evidence, Loc
@@ -40,8 +41,10 @@ class Analyzer:
     defaults: Callable[[Algorithm], dict[str, tuple[object, str]]] = _no_defaults
     optimizer_defaults: Callable[[Algorithm], dict[str, tuple[float, str]]] = _no_defaults
     # names that look like a canonical setting but mean something else in this framework: the
-    # synonym table never fills a setting from them (the analyzer reads them itself)
+    # synonym table never fills a setting from them (the analyzer reads them itself); and the same
+    # for one algorithm only (TRL's PPO loads only the tokenizer from model_name_or_path)
     reserved_names: tuple[str, ...] = ()
+    reserved_in: dict[str, tuple[str, ...]] = field(default_factory=dict)
     # the training loop is the inputs' own code: it reads their YAML configs (a hand-written loop's
     # `yaml.safe_load`), so a key that code never names is never read, and its batch is whatever it
     # draws per step; a framework's trainer reads keys the inputs do not name

@@ -62,7 +62,8 @@ _CONTAINERS = {"docker": ({"run", "exec"}, _DOCKER_BARE), "podman": ({"run", "ex
                "singularity": ({"exec", "run"}, _APPTAINER_BARE)}
 _ENV_RUNNERS = {"uv", "poetry", "pipenv", "conda", "pixi", "rye", "hatch"}  # `conda run -n env python ...`
 _AUXILIARY = ("batch_inference", "inference", "generate", "preprocess", "prepare_data", "data_prep", "lm_eval",
-              "evaluate", "eval_", "serve", "merge", "convert", "export", "download", "upload", "interactive_chat")
+              "evaluate", "eval_", "serve", "merge", "convert", "export", "download", "upload", "interactive_chat",
+              "uvicorn", "gunicorn", "launch_server", "vllm.entrypoints")  # a judge or teacher server beside the run
 _DECLARE = {"export", "declare", "local", "readonly", "typeset"}
 # A value that is only a positional parameter (`"$3"`): "the caller's third argument", nothing more.
 POSITIONAL_ONLY = re.compile(r"(\$(\d|\{\d+\}|@|\*|OPTARG|\{OPTARG\}))+")  # getopts' $OPTARG is one too

@@ -43,7 +43,7 @@ from mint_migrate.analyze.task import (
     schedule_from,
 )
 from mint_migrate.plan import Algorithm, RewardPlan, ScaffoldKind, Settings
-from mint_migrate.pyindex import literal_value
+from mint_migrate.pyindex import dotted_name, literal_value
 
 TRAINERS: dict[str, Algorithm] = {
     "SFTTrainer": "sft", "DPOTrainer": "dpo", "GRPOTrainer": "grpo", "PPOTrainer": "ppo",
@@ -142,19 +142,20 @@ def _vote_algorithm(project: Project, ev: Evidence) -> None:
     for f in project.pythons():
         src = f.python
         for call in src.calls:
-            if (trainer := trl_class(call.name, TRAINERS)) is not None:
-                ev.vote(TRAINERS[trainer], call.loc, f"{call.name}(...)", 3)
+            name = _class_bound(src, call.name)
+            if (trainer := trl_class(name, TRAINERS)) is not None:
+                ev.vote(TRAINERS[trainer], call.loc, f"{name}(...)", 3)
                 ev.set_variant(_VARIANTS.get(trainer), call.loc, override=False)
-            elif (config := trl_class(call.name, CONFIGS)) is not None:
-                ev.vote(CONFIGS[config], call.loc, f"{call.name}(...)", 2)
+            elif (config := trl_class(name, CONFIGS)) is not None:
+                ev.vote(CONFIGS[config], call.loc, f"{name}(...)", 2)
                 ev.set_variant(_VARIANTS.get(config), call.loc, override=False)
-            elif call.name in bases:  # the project's own `class MathGRPOTrainer(GRPOTrainer)`, in any file
-                base = _trl_base(call.name, bases)
+            elif name in bases:  # the project's own `class MathGRPOTrainer(GRPOTrainer)`, in any file
+                base = _trl_base(name, bases)
                 if base in TRAINERS:
-                    ev.vote(TRAINERS[base], call.loc, f"{call.name}(...) (a {base})", 3)
+                    ev.vote(TRAINERS[base], call.loc, f"{name}(...) (a {base})", 3)
                     ev.set_variant(_VARIANTS.get(base), call.loc, override=False)
                 elif base in CONFIGS:
-                    ev.vote(CONFIGS[base], call.loc, f"{call.name}(...) (a {base})", 2)
+                    ev.vote(CONFIGS[base], call.loc, f"{name}(...) (a {base})", 2)
         for name, loc in src.parsed_dataclasses():
             base = src.class_base(name, set(CONFIGS))
             if base:
@@ -195,6 +196,18 @@ def _vote_algorithm(project: Project, ev: Evidence) -> None:
             break
     if not ev.votes:
         ev.vote("sft", None, "no trainer, config class, preference or RL keys found", 0)
+
+
+def _class_bound(src: PySource, name: str) -> str:
+    """The class a local name is bound to before it is called (`Trainer = DPOTrainer` or, on a switch,
+    `Trainer = NewDPOTrainer`, a subclass: the first binding), else the name itself."""
+    if name in src.classes or name not in src.assigns:
+        return name
+    for assignment in src.assigns[name]:
+        bound = dotted_name(assignment.value) if len(assignment.targets) == 1 else None
+        if bound is not None:
+            return bound.rsplit(".", 1)[-1]
+    return name
 
 
 def trl_class(name: str, known: dict[str, Algorithm]) -> str | None:
@@ -636,7 +649,7 @@ ANALYZER = Analyzer(
     analyze=analyze,
     defaults=defaults,
     optimizer_defaults=optimizer_defaults,
-    reserved_names=("model_name_or_path",),  # PPO examples load only the tokenizer from it
+    reserved_in={"ppo": ("model_name_or_path",)},  # PPO examples load only the tokenizer from it
     imports=_IMPORTS,
     detect_python=_shows_trl,
     detect_command=_is_trl_command,
