@@ -557,3 +557,47 @@ def test_a_projects_own_entry_point_given_tinker_cookbooks_chz_arguments(tmp_pat
     assert (s.base_model.value, s.global_batch_size.value, s.num_generations.value) == (
         "meta-llama/Llama-3.1-8B-Instruct", 100, 4)
     assert any("src.train" in c.source for c in plan.constructs)
+
+
+def test_uv_run_of_a_module_and_a_module_filed_under_a_frameworks_name(tmp_path):
+    # `uv run --isolated --extra verl -m pkg.verl_main_ppo overrides...`: uv runs the module itself
+    verl = write(tmp_path, "a/run.sh", """
+        MODEL=Qwen/Qwen3-4B-Instruct-2507
+        uv run --isolated --extra verl --env-file .env -m skyrl_agent.integrations.verl.verl_main_ppo \\
+            algorithm.adv_estimator=grpo \\
+            actor_rollout_ref.model.path=$MODEL \\
+            actor_rollout_ref.rollout.n=8
+    """)
+    plan = analyze(verl, [])
+    assert (plan.framework, plan.algorithm) == ("verl", "grpo")
+    assert plan.settings.base_model.value == "Qwen/Qwen3-4B-Instruct-2507"
+    # chz arguments to a module named for Tinker (was a refusal)
+    tinker = write(tmp_path, "b/run.sh", """
+        uv run --isolated --extra tinker -m skyrl_agent.integrations.tinker.tinker_train \\
+            model_name="Qwen/Qwen3-4B-Instruct-2507" batch_size=512 group_size=8 lora_rank=0 learning_rate=4e-5
+    """)
+    plan = analyze(tinker, [])
+    assert (plan.framework, plan.algorithm) == ("tinker", "grpo")
+    assert plan.settings.global_batch_size.value == 512 and plan.settings.num_generations.value == 8
+    assert plan.settings.lora is None  # rank 0: a full fine-tune, no adapter
+    # `python -m training.trl.grpo --model_path ...`: the project files its entry point under TRL
+    trl = write(tmp_path, "c/train.sh", """
+        PYTHONPATH=. python -m training.trl.grpo --model_path /models/sft --num_epochs 2 --lr 5e-7
+    """)
+    plan = analyze(trl, [])
+    assert (plan.framework, plan.algorithm) == ("trl", "grpo")
+    assert "its path names trl" in guessed(plan)
+
+
+def test_run_clms_block_size_says_a_transformers_trainer_script(tmp_path):
+    launcher = write(tmp_path, "proj/train.sh", """
+        torchrun --nproc_per_node 4 -m train \\
+            --model_name_or_path Qwen/Qwen2-1.5B \\
+            --per_device_train_batch_size 4 \\
+            --train_file /data/corpus \\
+            --block_size 4096 \\
+            --learning_rate 2e-5
+    """)
+    plan = analyze(launcher, [])
+    assert (plan.framework, plan.algorithm) == ("pytorch", "sft")
+    assert "block_size" in guessed(plan)

@@ -32,7 +32,7 @@ _NO_TRAINER_FLAGS = {"with_tracking", "checkpointing_steps", "use_slow_tokenizer
 # Fields of the Stanford-Alpaca-style `transformers.Trainer` scripts (FastChat, Vicuna, MedicalGPT's
 # SFT): the tokenizer's `model_max_length` where TRL's configs say max_seq_length / max_length; and of
 # the Seq2SeqTrainer scripts copied from transformers' examples (ChatGLM's P-Tuning).
-_HF_TRAINER_FLAGS = {"model_max_length", "lazy_preprocess",
+_HF_TRAINER_FLAGS = {"model_max_length", "lazy_preprocess", "block_size",  # run_clm's, copied from transformers' examples
                      "predict_with_generate", "pre_seq_len", "prompt_column", "response_column"}  # Seq2SeqTrainer ones
 # A hand-written DeepSpeed loop's own argparse flags (deepspeed.add_config_arguments' --deepspeed_config):
 # TrainingArguments says per_device_train_batch_size, num_train_epochs and --deepspeed.
@@ -145,6 +145,12 @@ def _from_shell(project: Project, primary: InputFile) -> Detected:
     if (command.script or command.module) and script is None:
         flags = {a.name for a in command.flags()}
         handed = flags | {key for y in project.yamls() for key in y.yaml.values if "." not in key}
+        target_parts = command.target.removesuffix(".py").replace("/", ".").split(".")[:-1]
+        named = next((a.name for a in analyzers() if a.name in target_parts), None)
+        if named is not None:  # `python -m training.trl.grpo`: the project files its entry point under the framework
+            return Detected(named, command.loc, f"{command.loc} runs {command.target}, which was not given; its path "
+                            f"names {named}: the plan is read from the launch's flags. Pass it with --config "
+                            f"{command.target} to read the training code")
         for known, whose, preference_is_trl in _NOT_TRL_FLAGS:
             if handed & known:
                 why = (f"{command.loc} runs {command.target}, which was not given; its flags "

@@ -14,7 +14,8 @@ def build_settings(ev: Evidence) -> Settings:
             values[key] = Setting(value=coerce(best.value), source=str(best.loc),
                                   confirmed_by="agent" if best.level == Level.CONFIRMED else None)
     parts = {part: ev.best(part) for part in LORA_PARTS}
-    if any(parts.values()):
+    rank_off = parts["lora.rank"] is not None and _is_number(parts["lora.rank"].value) and parts["lora.rank"].value == 0
+    if any(parts.values()) and not rank_off:  # rank 0: no adapter, a full fine-tune (Tinker's, OpenRLHF's)
         anchor = parts["lora.rank"] or next(v for v in parts.values() if v is not None)
         rank = parts["lora.rank"]
         alpha = parts["lora.alpha"]

@@ -1387,6 +1387,8 @@ class ShellScript:
             option = False  # the token before was an option that may take the next word (`srun -w "$node"`)
             while toks and ((toks[0].text or "").startswith("-") or toks[0].key is not None
                             or (option and not _launch_program(toks[0].text))):
+                if head in _ENV_RUNNERS and toks[0].text in ("-m", "--module"):  # `uv run ... -m pkg.train`
+                    return [Tok("python", toks[0].line, "python"), *toks], False
                 option = (toks[0].text or "").startswith("-") and "=" not in (toks[0].text or "")
                 if toks[0].key is not None and env is not None:
                     env[toks[0].key] = self._value_of(toks[0])

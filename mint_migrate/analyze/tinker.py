@@ -125,10 +125,14 @@ _COOKBOOK_FIELDS = {"behavior_if_log_dir_exists", "groups_per_batch", "num_subst
 
 
 def _runs_a_recipe(command) -> bool:
-    """A tinker-cookbook recipe module, or a module of the project's own run with cookbook chz arguments."""
+    """A tinker-cookbook recipe module, or a module of the project's own run with chz arguments: cookbook
+    fields, or a module named for Tinker (`skyrl_agent.integrations.tinker.tinker_train`)."""
     if (command.module or command.script or "").startswith("tinker_cookbook"):
         return True
-    return any(arg.kind == "override" and arg.name in _COOKBOOK_FIELDS for arg in command.args)
+    overrides = [arg for arg in command.args if arg.kind == "override"]
+    if "tinker" in (command.module or "").split(".") and overrides:
+        return True
+    return any(arg.name in _COOKBOOK_FIELDS for arg in overrides)
 
 
 def _recipe_command(command, ev: Evidence) -> None:

@@ -184,13 +184,13 @@ def _vote_algorithm(project: Project, ev: Evidence) -> None:
                     ev.vote(named, call.loc, f"{call.name}(...): what the trainer class's name says", 1)
     if not any(v.weight >= 2 for v in ev.votes):  # a launch of a script that was not given: its name, else its flags
         for command, script in project.launches:
-            if not command.script or script is not None:
+            if not (command.script or command.module) or script is not None or command.auxiliary:
                 continue
             if vote_by_values(command_flags(command), ev):  # `--rlhf_type DPO`: says it outright
                 break
-            named = algorithm_in_name(Path(command.script).stem)
+            named = algorithm_in_name(command.target.removesuffix(".py").replace("/", ".").rsplit(".", 1)[-1])
             if named is not None:
-                ev.vote(named, command.loc, f"{command.script} (not given): what its name says", 1)
+                ev.vote(named, command.loc, f"{command.target} (not given): what its name says", 1)
             else:
                 vote_by_keys({a.name for a in command.flags()}, command.loc, ev)
             break
