@@ -150,7 +150,7 @@ def _recipe_command(command, ev: Evidence) -> None:
                      "python train.py (the MinT scaffold for the same algorithm)",
                      "or keep the recipe: pin tinker-cookbook==0.4.1 and import mint before it")
     else:
-        ev.construct(f"{module} with tinker-cookbook's chz arguments (the entry point was not given)", command.loc,
+        ev.construct(f"{module} with chz key=value arguments (the entry point was not given)", command.loc,
                      "python train.py (the MinT scaffold for the same algorithm)",
                      f"pass {module} with --config to read its loop; the plan is read from the arguments")
     for arg in command.args:
