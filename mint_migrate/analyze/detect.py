@@ -7,7 +7,6 @@ check and complete is worth more than a refusal that drops every setting the inp
 
 import re
 from dataclasses import dataclass
-from pathlib import PurePosixPath
 
 from mint_migrate.analyze.evidence import Loc
 from mint_migrate.analyze.inputs import InputFile, Project
@@ -145,29 +144,22 @@ def _from_shell(project: Project, primary: InputFile) -> Detected:
     if (command.script or command.module) and script is None:
         flags = {a.name for a in command.flags()}
         handed = flags | {key for y in project.yamls() for key in y.yaml.values if "." not in key}
-        target_parts = command.target.removesuffix(".py").replace("/", ".").split(".")[:-1]
-        named = next((a.name for a in analyzers() if a.name in target_parts), None)
-        if named is not None:  # `python -m training.trl.grpo`: the project files its entry point under the framework
-            return Detected(named, command.loc, f"{command.loc} runs {command.target}, which was not given; its path "
-                            f"names {named}: the plan is read from the launch's flags. Pass it with --config "
-                            f"{command.target} to read the training code")
+        filed_under = next((a.name for a in analyzers() if a.name in command.target_parts[:-1]), None)
+        if filed_under is not None:  # `python -m training.trl.grpo`: the project files its entry point under it
+            return Detected(filed_under, command.loc, _not_given(command, f"its path names {filed_under}"))
         for known, whose, preference_is_trl in _NOT_TRL_FLAGS:
             if handed & known:
-                why = (f"{command.loc} runs {command.target}, which was not given; its flags "
-                       f"({sorted(handed & known)[0]}) are those of {whose}: the plan is read from the launch's flags. "
-                       f"Pass it with --config {command.target} to read the training code")
-                named = algorithm_in_name(PurePosixPath(command.target).stem.rsplit(".", 1)[-1])
+                why = f"its flags ({sorted(handed & known)[0]}) are those of {whose}"
+                named = algorithm_in_name(command.target_parts[-1])
                 if preference_is_trl and named in _PREFERENCE:  # LLaVA-RLHF's and its kin's DPOTrainer subclasses
-                    return Detected("trl", command.loc, why.replace(": the plan", f"; named for {named}, it is most "
-                                                                    "likely TRL's trainer subclassed: the plan", 1))
-                return _guess(project, command.loc, why)
+                    return Detected("trl", command.loc, _not_given(
+                        command, f"{why}; named for {named}, it is most likely TRL's trainer subclassed"))
+                return _guess(project, command.loc, _not_given(command, why))
         cited = _framework_cited(primary) if len(flags & _OWN_ARGPARSE_FLAGS) >= 2 else None
         if cited is not None:  # `--lr --epochs --batch_size`: a wrapper's own argparse, of the framework it links to
-            return Detected(cited[0], command.loc, (
-                f"{command.loc} runs {command.target}, which was not given; its flags "
-                f"({', '.join('--' + f for f in sorted(flags & _OWN_ARGPARSE_FLAGS))}) are a script's own argparse, "
-                f"not a trainer library's config, and {cited[1]}: the plan is read from the launch's flags. Pass it "
-                f"with --config {command.target} to read the training code"))
+            own = ", ".join("--" + f for f in sorted(flags & _OWN_ARGPARSE_FLAGS))
+            return Detected(cited[0], command.loc, _not_given(
+                command, f"its flags ({own}) are a script's own argparse, not a trainer library's config, and {cited[1]}"))
         if flags & _TRL_FLAGS or len(flags & _TRL_PPO_V1_FLAGS) >= 2:
             return Detected("trl", command.loc)
         for y in project.yamls():  # the config it is handed says whose it is
@@ -192,6 +184,12 @@ def _from_shell(project: Project, primary: InputFile) -> Detected:
         f"{command.loc}: {command.text} is not a {framework_list()} training entry point; pass the training "
         "script it runs with --config."
     )
+
+
+def _not_given(command: Command, why: str) -> str:
+    """Why a plan read from a launch of a script that was not given is only a guess, and what settles it."""
+    return (f"{command.loc} runs {command.target}, which was not given; {why}: the plan is read from the launch's "
+            f"flags. Pass it with --config {command.target} to read the training code")
 
 
 def _framework_cited(launcher: InputFile) -> tuple[str, str] | None:

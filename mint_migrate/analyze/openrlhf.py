@@ -34,8 +34,6 @@ ENTRY_POINTS: dict[str, Algorithm] = {
     "train_prm": "reward_model", "train_kto": "kto", "train_kd": "distillation", "train_ppo_ray": "ppo",
     "train_ppo": "ppo", "train_rloo": "reinforce",
 }
-# Entry points of the PPO family: the advantage estimator picks the algorithm, max_epochs counts updates per batch.
-_RL_ENTRIES = {"train_ppo_ray", "train_ppo", "train_rloo"}
 ESTIMATORS: dict[str, tuple[Algorithm, str | None]] = {
     "gae": ("ppo", None), "reinforce": ("reinforce", "reinforce_plus_plus"), "rloo": ("reinforce", "rloo"),
     "reinforce_baseline": ("reinforce", "reinforce_baseline"), "group_norm": ("grpo", None),
@@ -150,7 +148,7 @@ def analyze(project: Project, ev: Evidence) -> None:
     if command.world_size is not None:
         ev.extra("world_size", command.world_size)
 
-    rl = entry in _RL_ENTRIES
+    rl = algorithm in ("ppo", "reinforce")  # the PPO family: max_epochs counts updates per rollout batch
     if rl:
         estimator = flags.get("advantage_estimator") or flags.get("algo.advantage.estimator")
         if entry == "train_rloo":  # a fork's own RLOO trainer: leave-one-out baseline over --rloo_k samples
@@ -281,9 +279,9 @@ def _warnings(project: Project, flags: dict[str, Arg], algorithm: Algorithm, ev:
 def _reward(project: Project, flags: dict[str, Arg], ev: Evidence) -> None:
     named = _value(flags, "reward_func_names")  # a fork's registry of rule rewards: `--reward_func_names accuracy format`
     if named is not None:
-        names = named.value if isinstance(named.value, list) else str(named.value).replace(",", " ").split()
-        ev.setting("reward_functions", named.with_value([str(n) for n in names]))
-        ev.construct(f"--reward_func_names {' '.join(map(str, names))}", named.loc,
+        names = _reward_names(named.value)
+        ev.setting("reward_functions", named.with_value(names))
+        ev.construct(f"--reward_func_names {' '.join(names)}", named.loc,
                      "reward_fn(prompt, completion, row) -> float in train.py",
                      "the fork's own rule rewards, looked up by name: port each one (and --reward_weights) to Python")
     remote = _value(flags, "remote_rm_url", "reward.remote_url") or next(
@@ -369,13 +367,19 @@ def read_task(project: Project, ev: Evidence, algorithm: Algorithm, kind: Scaffo
     task.reward = _openrlhf_reward(project, flags)
 
 
+def _reward_names(value: object) -> list[str]:
+    """`--reward_func_names accuracy format` (a list), or one word, or `accuracy,format`."""
+    return [str(n) for n in value] if isinstance(value, list) else str(value).replace(",", " ").split()
+
+
 def _openrlhf_reward(project: Project, flags: dict) -> RewardPlan:
     remote = flag(flags, "remote_rm_url", "remote_url")
     model = flag(flags, "reward_pretrain")
     named = flag(flags, "reward_func_names")
     if remote is None and named is not None:
         return RewardPlan(style="openrlhf", status="placeholder", source=str(named.loc),
-                          reason=f"--reward_func_names {' '.join(map(str, named.value)) if isinstance(named.value, list) else named.value}: the fork's own rule rewards, looked up by name; "
+                          reason=f"--reward_func_names {' '.join(_reward_names(named.value))}: the fork's own rule "
+                                 "rewards, looked up by name; "
                                  "port them to a Python reward_func(queries, prompts, labels) and pass --reward "
                                  "FILE:reward_func")
     if remote is None:

@@ -4,7 +4,7 @@ with what became of every setting (coverage.py). Nothing is rendered or written 
 
 import re
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 from mint_migrate.analyze import choices, confirm, coverage, ledger, optimizer, task
 from mint_migrate.analyze.detect import detect
@@ -139,7 +139,7 @@ def _named_target(project: Project, ev: Evidence) -> None:
     if (vote is not None and vote.algorithm != "other") or not project.launches:
         return
     command, _script = project.launches[0]
-    named = algorithm_in_name(PurePosixPath(command.target).stem.rsplit(".", 1)[-1])
+    named = algorithm_in_name(command.target_parts[-1])
     if named is not None:
         ev.vote(named, command.loc, f"{command.target}: what the script it runs is named for", 1)
 

@@ -311,7 +311,7 @@ def called_reward(src: PySource) -> Value | None:
     a function that builds an optimizer (the training loop) comes before one in a diagnostic pass."""
     found: list[tuple[str, Loc]] = []
     line = None
-    training = {c.scope for c in src.calls if c.name in OPTIMIZERS and c.scope is not None}
+    training = {call.scope for call, _ in optimizer_lr(src) if call.scope is not None}
     # stable: a line's calls in source order
     for call in sorted(src.calls, key=lambda c: (bool(training) and c.scope not in training, c.loc.line)):
         if line is not None and call.loc.line != line:

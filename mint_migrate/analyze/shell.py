@@ -444,6 +444,12 @@ class Command:
         return self.module or self.script or self.program
 
     @property
+    def target_parts(self) -> list[str]:
+        """The target as dotted parts: `-m training.trl.grpo` and `training/trl/grpo.py` both give
+        ["training", "trl", "grpo"]; the last is what the entry point is named."""
+        return self.target.removesuffix(".py").replace("/", ".").split(".")
+
+    @property
     def auxiliary(self) -> bool:
         """A command a launcher runs around the training (data preparation, generation, evaluation,
         export): its flags are not the training run's settings."""
@@ -948,7 +954,9 @@ class ShellScript:
             return
         after = _after_equals(word)
         if len(after) == 1 and after[0].kind == "cmd" and _LAUNCH_INSIDE.search(after[0].text):
-            self._captured_launch(after[0], positional)  # `JOB_ID=$(ray job submit ... -- python -m ...)`
+            # a training launch whose output a variable captures (`JOB_ID=$(ray job submit ... -- python -m ...)`)
+            # runs all the same
+            self._run_text(after[0].text, after[0].line, positional)
         fields = self._expand(after, positional, split=False)
         value = fields[0] if fields else Text()
         for more in fields[1:]:  # `x="$x ${files[@]}"`: an assignment joins an array's elements with blanks
@@ -958,11 +966,11 @@ class ShellScript:
             value = Text(self._texts[name].chars + value.chars, list(self._texts[name].spans))
         self._set(name, value, loc)
 
-    def _captured_launch(self, part: Part, positional: list[Text] | None) -> None:
-        """A training launch whose output a variable captures runs all the same: its commands are read
-        like the script's own (its lines are the lines it is written on)."""
+    def _run_text(self, text: str, line: int, positional: list[Text] | None) -> None:
+        """A script written inside another command's words (`bash -c "..."`, `$(...)`), run here: its
+        lines are the lines it is written on. One we cannot read has nothing to follow."""
         try:
-            commands = Lexer(part.text, part.line, self.label).run()
+            commands = Lexer(text, line, self.label).run()
         except MintMigrateError:
             return
         self._exec(self._nodes(commands), positional, 1, 0)
@@ -1357,11 +1365,7 @@ class ShellScript:
         if toks[1].text != "-c":
             return False
         body = toks[2]
-        try:
-            commands = Lexer(_kept_line_breaks(body), body.line, self.label).run()
-        except MintMigrateError:
-            return True  # an inline script we cannot read: nothing to follow
-        self._exec(self._nodes(commands), positional, 1, 0)
+        self._run_text(_kept_line_breaks(body), body.line, positional)
         return True
 
     def _value_of(self, tok: Tok) -> Value:

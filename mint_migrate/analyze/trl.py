@@ -188,7 +188,7 @@ def _vote_algorithm(project: Project, ev: Evidence) -> None:
                 continue
             if vote_by_values(command_flags(command), ev):  # `--rlhf_type DPO`: says it outright
                 break
-            named = algorithm_in_name(command.target.removesuffix(".py").replace("/", ".").rsplit(".", 1)[-1])
+            named = algorithm_in_name(command.target_parts[-1])
             if named is not None:
                 ev.vote(named, command.loc, f"{command.target} (not given): what its name says", 1)
             else:
