@@ -601,3 +601,298 @@ def test_run_clms_block_size_says_a_transformers_trainer_script(tmp_path):
     plan = analyze(launcher, [])
     assert (plan.framework, plan.algorithm) == ("pytorch", "sft")
     assert "block_size" in guessed(plan)
+
+
+def test_an_entry_script_fills_a_config_class_its_own_module_declares_and_trains_with(tmp_path):
+    # the module declares the defaults; the entry script builds the class from its argparse flags, and
+    # its docstring's first usage command (a `\\`-continued one) stands in for the command line
+    write(tmp_path, "proj/src/training/dpo.py", """
+        from dataclasses import dataclass
+        from trl import DPOConfig, DPOTrainer
+
+        @dataclass
+        class DPOTrainingConfig:
+            sft_checkpoint: str = "gpt2"
+            beta: float = 0.5
+            learning_rate: float = 1e-5
+            per_device_train_batch_size: int = 16
+            max_prompt_length: int = 256
+
+        def train_dpo(cfg: DPOTrainingConfig):
+            args = DPOConfig(output_dir="out", beta=cfg.beta, learning_rate=cfg.learning_rate,
+                             per_device_train_batch_size=cfg.per_device_train_batch_size,
+                             max_prompt_length=cfg.max_prompt_length)
+            DPOTrainer(model=cfg.sft_checkpoint, args=args, train_dataset=None).train()
+    """)
+    script = write(tmp_path, "proj/scripts/train_dpo.py", '''
+        """Train the DPO policy.
+
+        python scripts/train_dpo.py \\\\
+            --sft_checkpoint checkpoints/sft \\\\
+            --beta 0.1
+        """
+        import argparse
+        from src.training.dpo import DPOTrainingConfig, train_dpo
+
+        p = argparse.ArgumentParser()
+        p.add_argument("--sft_checkpoint", default="checkpoints/base")
+        p.add_argument("--beta", type=float, default=0.2)
+        p.add_argument("--lr", type=float, default=5e-7)
+        p.add_argument("--batch_size", type=int, default=2)
+        args = p.parse_args()
+        train_dpo(DPOTrainingConfig(sft_checkpoint=args.sft_checkpoint, beta=args.beta, learning_rate=args.lr,
+                                    per_device_train_batch_size=args.batch_size))
+    ''')
+    s = analyze(script, []).settings
+    assert (s.beta.value, s.beta.source) == (0.1, "train_dpo.py:5")  # the usage command's flag
+    assert (s.base_model.value, s.base_model.source) == ("checkpoints/sft", "train_dpo.py:4")
+    assert (s.learning_rate.value, s.learning_rate.source) == (5e-07, "train_dpo.py:13")  # argparse default
+    assert s.per_device_batch_size.value == 2
+    assert (s.max_prompt_length.value, s.max_prompt_length.source) == (256, "../src/training/dpo.py:10")
+
+
+def test_reward_functions_and_models_a_project_builds_for_its_trl_trainer(tmp_path):
+    script = write(tmp_path, "grpo/train.py", """
+        import argparse, os
+        from transformers import AutoModelForCausalLM
+        from trl import GRPOConfig, GRPOTrainer
+
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--model-path", default=os.path.expanduser("Qwen/Qwen2.5-3B-Instruct"))
+        args = parser.parse_args()
+
+        def make_reward_fn(timeout):
+            def reward_fn(completions, **kwargs):
+                return [float(len(c) < timeout) for c in completions]
+            return reward_fn
+
+        def load_base_model(model_path, adapter_path=None):
+            return AutoModelForCausalLM.from_pretrained(model_path, torch_dtype="auto")
+
+        reward_fn = make_reward_fn(30)
+        model = load_base_model(args.model_path)
+        GRPOTrainer(model=model, reward_funcs=reward_fn, args=GRPOConfig(output_dir="o"), train_dataset=None).train()
+    """)
+    s = analyze(script, []).settings
+    assert s.reward_functions.value == ["reward_fn"]
+    assert (s.base_model.value, s.base_model.source) == ("Qwen/Qwen2.5-3B-Instruct", "train.py:6")
+    # a list bound to a name is cited where it is written; a project's loader handed a data file is the data
+    listed = write(tmp_path, "listed/grpo.py", """
+        import json
+        from datasets import Dataset
+        from trl import GRPOConfig, GRPOTrainer
+
+        def fmt(completions, **kwargs):
+            return [1.0 for _ in completions]
+
+        def correct(completions, **kwargs):
+            return [0.0 for _ in completions]
+
+        reward_funcs = [
+            fmt,
+            correct]
+
+        def load_data(path):
+            return Dataset.from_list(json.load(open(path)))
+
+        def main():
+            data = load_data("./data/train_pairs.json")
+            GRPOTrainer(model="Qwen/Qwen2.5-0.5B", reward_funcs=reward_funcs, args=GRPOConfig(output_dir="o"),
+                        train_dataset=data).train()
+    """)
+    s = analyze(listed, []).settings
+    assert (s.reward_functions.value, s.reward_functions.source) == (["fmt", "correct"], "grpo.py:11")
+    assert s.dataset.value == "./data/train_pairs.json"
+    # a reward model a loader built is no reward function
+    scored = write(tmp_path, "scored/online.py", """
+        from transformers import AutoModelForSequenceClassification
+        from trl import OnlineDPOConfig, OnlineDPOTrainer
+
+        reward_model = AutoModelForSequenceClassification.from_pretrained("OpenAssistant/reward-model-deberta")
+        OnlineDPOTrainer(model="Qwen/Qwen2.5-0.5B", reward_funcs=reward_model, args=OnlineDPOConfig(output_dir="o"),
+                         train_dataset=None).train()
+    """)
+    assert analyze(scored, []).settings.reward_functions is None
+
+
+def test_a_bradley_terry_loop_through_the_projects_own_loss_loader_and_data_builder(tmp_path):
+    write(tmp_path, "proj/src/training/reward.py", """
+        from dataclasses import dataclass
+        from torch.optim import AdamW
+        from src.models.reward_model import GPT2RewardModel, preference_loss
+        from src.data import build_preference_dataloader
+
+        @dataclass
+        class RewardConfig:
+            sft_checkpoint: str = "gpt2"
+            batch_size: int = 16
+            learning_rate: float = 1e-4
+
+        def train_reward_model(cfg: RewardConfig):
+            model = GPT2RewardModel.from_sft_checkpoint(cfg.sft_checkpoint)
+            loader = build_preference_dataloader("train", batch_size=cfg.batch_size)
+            optimizer = AdamW(model.parameters(), lr=cfg.learning_rate)
+            for batch in loader:
+                r_w, r_l = model(batch["chosen"]).rewards, model(batch["rejected"]).rewards
+                loss, acc = preference_loss(r_w, r_l)
+                loss.backward()
+                optimizer.step()
+    """)
+    script = write(tmp_path, "proj/scripts/train_reward_model.py", """
+        import argparse
+        from src.training.reward import RewardConfig, train_reward_model
+
+        p = argparse.ArgumentParser()
+        p.add_argument("--sft_checkpoint", default="checkpoints/sft")
+        p.add_argument("--batch_size", type=int, default=4)
+        args = p.parse_args()
+        train_reward_model(RewardConfig(sft_checkpoint=args.sft_checkpoint, batch_size=args.batch_size))
+    """)
+    plan = analyze(script, [])
+    assert (plan.framework, plan.algorithm) == ("pytorch", "reward_model")  # no reference, no beta: not DPO
+    assert (plan.settings.base_model.value, plan.settings.base_model.source) == ("checkpoints/sft",
+                                                                              "train_reward_model.py:5")
+    assert plan.settings.per_device_batch_size.value == 4
+    assert plan.settings.learning_rate.value == 1e-4
+
+
+def test_settings_a_script_imports_from_its_config_module(tmp_path):
+    write(tmp_path, "smol/config.py", """
+        SFT_CONFIG = dict(
+            max_length=512,
+            per_device_train_batch_size=32,
+            learning_rate=2e-4,
+        )
+        LORA_CONFIG = dict(r=16, lora_alpha=32)
+    """)
+    script = write(tmp_path, "smol/train_sft.py", """
+        from peft import LoraConfig
+        from trl import SFTConfig, SFTTrainer
+        from config import SFT_CONFIG, LORA_CONFIG
+
+        def train_sft(model, data):
+            SFTTrainer(model=model, train_dataset=data, peft_config=LoraConfig(**LORA_CONFIG),
+                       args=SFTConfig(output_dir="out", **SFT_CONFIG)).train()
+    """)
+    s = analyze(script, []).settings
+    assert (s.learning_rate.value, s.learning_rate.source) == (2e-4, "config.py:4")
+    assert (s.per_device_batch_size.value, s.max_seq_length.value) == (32, 512)
+    assert (s.lora.value.rank, s.lora.source) == (16, "config.py:6")
+    # a constant the loop only prints, or never imports, is stated but not used
+    write(tmp_path, "tk/config.py", """
+        MAX_SEQUENCE_LENGTH = 16384
+        BASE_MODEL = "Qwen/Qwen3-8B-Base"
+        LORA_RANK = 32
+        LEARNING_RATE = 1e-5
+        SAMPLING_MAX_TOKENS = 2048
+    """)
+    loop = write(tmp_path, "tk/train.py", """
+        import tinker
+        from tinker import types
+        from config import BASE_MODEL, LORA_RANK, LEARNING_RATE, SAMPLING_MAX_TOKENS
+
+        print(f"lr {LEARNING_RATE}")
+        client = tinker.ServiceClient().create_lora_training_client(base_model=BASE_MODEL, rank=LORA_RANK)
+        for datum in data:
+            client.forward_backward([datum], loss_fn="cross_entropy").result()
+        sampler = client.save_weights_and_get_sampling_client("final")
+        sampler.sample(prompt=p, sampling_params=types.SamplingParams(max_tokens=SAMPLING_MAX_TOKENS), num_samples=1)
+    """)
+    plan = analyze(loop, [])
+    s = plan.settings
+    assert (plan.framework, plan.algorithm) == ("tinker", "sft")
+    assert (s.base_model.value, s.base_model.source, s.lora.value.rank) == ("Qwen/Qwen3-8B-Base", "config.py:2", 32)
+    assert s.learning_rate is None and s.max_seq_length is None and s.max_response_length is None
+
+
+def test_a_yaml_driven_loop_whose_trainer_lives_in_the_projects_package(tmp_path):
+    write(tmp_path, "proj/configs/grpo.yaml", """
+        policy:
+          name_or_path: checkpoints/sft
+        reward_model:
+          name_or_path: checkpoints/reward_model
+        data:
+          name: Anthropic/hh-rlhf
+        train:
+          batch_size: 8
+          lr: 1.0e-6
+        kl:
+          init_coef: 0.05
+    """)
+    write(tmp_path, "proj/rlhf/algorithms/grpo_trainer.py", '''
+        """GRPO: group-relative policy optimisation (critic-free)."""
+        import torch
+        from torch.utils.data import DataLoader
+
+        class GRPOTrainer:
+            def __init__(self, policy, reward_model, cfg):
+                self.policy, self.reward_model, self.cfg = policy, reward_model, cfg
+
+            def train(self, prompts):
+                opt = torch.optim.AdamW(self.policy.parameters(), lr=self.cfg.train.lr)
+                for batch in DataLoader(prompts, batch_size=self.cfg.train.batch_size):
+                    out = self.policy.generate(batch, num_return_sequences=4)
+                    rewards = self.reward_model(out)
+                    advantages = (rewards - rewards.mean()) / rewards.std()
+                    loss = -(advantages * self.policy.logps(out)).mean() + self.cfg.kl.init_coef * kl(out)
+                    loss.backward()
+                    opt.step()
+    ''')
+    script = write(tmp_path, "proj/scripts/train_grpo.py", """
+        import argparse, yaml
+        from rlhf.algorithms import GRPOTrainer
+        from rlhf.models import ActorCriticPolicy, RewardModel
+
+        args = argparse.ArgumentParser().parse_args()
+        cfg = yaml.safe_load(open("configs/grpo.yaml"))
+        policy = ActorCriticPolicy.from_pretrained_lm(cfg.policy.name_or_path)
+        reward_model = RewardModel.from_pretrained(cfg.reward_model.name_or_path)
+        prompts = load_prompts(cfg.data.name)
+        GRPOTrainer(policy, reward_model, cfg).train(prompts)
+    """)
+    plan = analyze(script, [tmp_path / "proj/configs/grpo.yaml"])
+    s = plan.settings
+    assert (plan.framework, plan.algorithm) == ("pytorch", "grpo")  # "critic-free" names no critic
+    assert (s.base_model.value, s.base_model.source) == ("checkpoints/sft", "../configs/grpo.yaml:2")
+    assert (s.per_device_batch_size.value, s.per_device_batch_size.source) == (8, "../configs/grpo.yaml:8")
+    assert s.dataset.value == "Anthropic/hh-rlhf"
+    assert s.kl_coef.value == 0.05
+
+
+def test_launch_layouts_newer_and_older_than_the_readers_knew(tmp_path):
+    # verl's later layout nests the reward under `reward.`; the file is cited where it is named
+    verl = write(tmp_path, "v/run.sh", """
+        python3 -m verl.trainer.main_ppo \\
+            algorithm.adv_estimator=grpo \\
+            actor_rollout_ref.model.path=Qwen/Qwen3-4B \\
+            reward.custom_reward_function.path=/work/rewards/score.py \\
+            reward.custom_reward_function.name=compute_score
+    """)
+    s = analyze(verl, []).settings
+    assert (s.reward_functions.value, s.reward_functions.source) == (["/work/rewards/score.py:compute_score"], "run.sh:4")
+    # EasyR1's layout with no estimator stated: its own default, grpo
+    easyr1 = write(tmp_path, "e/run.sh", """
+        python3 -m verl.trainer.main \\
+            config=examples/config.yaml \\
+            worker.actor.model.model_path=Qwen/Qwen2.5-7B \\
+            worker.rollout.n=8
+    """)
+    assert analyze(easyr1, []).algorithm == "grpo"
+    # a TRL GRPO config built from a dict: its `beta` is the KL coefficient, 0.0 stated
+    write(tmp_path, "t/cfg.yaml", """
+        training:
+          learning_rate: 5.0e-6
+          beta: 0.0
+    """)
+    trl = write(tmp_path, "t/train_grpo.py", """
+        import yaml
+        from trl import GRPOConfig, GRPOTrainer
+
+        config = yaml.safe_load(open("cfg.yaml"))
+        training = config.get("training", {})
+        kwargs = {"learning_rate": float(training.get("learning_rate", 1e-6)), "beta": float(training.get("beta", 0.04))}
+        GRPOTrainer(model="Qwen/Qwen2.5-0.5B", reward_funcs=[], args=GRPOConfig(**{k: v for k, v in kwargs.items()}),
+                    train_dataset=None).train()
+    """)
+    s = analyze(trl, [tmp_path / "t/cfg.yaml"]).settings
+    assert (s.kl_coef.value, s.kl_coef.source) == (0.0, "cfg.yaml:3")

@@ -418,12 +418,12 @@ def _call_items(src: PySource, call: CallSite, *, named_only: bool = False) -> l
     out = []
     owner = call.name
     only = KEYWORD_CALLS.get(call.name)
-    for keyword, node in call.keyword_args():
+    for keyword, node, written_in, scope in call.keyword_sources():
         if not _bound_literal(node) or (only and keyword not in only):
             continue
         if named_only and not _names_a_setting(keyword, owner):
             continue
-        value = src.evaluate(node, call.scope)
+        value = written_in.evaluate(node, scope)
         if value is None or value.value is None or not (_plain(value.value) or _flat_dict(value.value)):
             continue
         out.append(Stated(keyword, value.value, value.loc, max(value.level, Level.DEFAULT), "keyword",

@@ -189,7 +189,9 @@ def _follow_own_modules(project: Project, entry: InputFile) -> None:
     for local, qualified in src.imports.items():
         module = qualified.rpartition(".")[0]
         calls = [c for c in src.calls if c.name == local and (dotted_name(c.node.func) or "") == local]
-        if not module or not calls:
+        config_module = module.rsplit(".", 1)[-1].lower() in _CONFIG_MODULES
+        # `from config import LR, BATCH` is read, not called; `Trainer(loss=simple_grpo_loss)` is handed on
+        if not module or not (calls or config_module or src.name_uses().get(local, 0) > 1):
             continue
         # `train(cfg)`, `from train.pipeline import main` ... `main(args)`, `GRPO(...)` ... `.train()`,
         # `from dpo import DPO`, and the config the run reads (`from config import Config`)
@@ -197,8 +199,17 @@ def _follow_own_modules(project: Project, entry: InputFile) -> None:
                 or module.split(".")[0] == "train" or any(c.assigned_to in started for c in calls) \
                 or algorithm_in_name(local) is not None or module.rsplit(".", 1)[-1].lower() in _CONFIG_MODULES:
             written = module.replace(".", "/") + ".py"
-            if project.find(written, entry.path.parent) is None:
-                python_on_disk(project, entry.path.parent, written)
+            found = project.find(written, entry.path.parent) or python_on_disk(project, entry.path.parent, written)
+            if found is None and local[:1].isupper():  # `from rlhf.algorithms import SFTTrainer`: a package's
+                written = f"{module.replace('.', '/')}/{_snake(local)}.py"  # rlhf/algorithms/sft_trainer.py
+                found = project.find(written, entry.path.parent) or python_on_disk(project, entry.path.parent, written)
+            if found is not None and found.python is not None:
+                found.python.imported_by(src, module)
+
+
+def _snake(name: str) -> str:
+    """`SFTTrainer` -> `sft_trainer`, `GRPOTrainer` -> `grpo_trainer`: the module a class usually lives in."""
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", name).lower()
 
 
 _SOURCES = re.compile(r"^\s*(source|\.)\s+\S|\.(sh|bash)\b", re.M)

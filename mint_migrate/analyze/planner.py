@@ -118,6 +118,9 @@ _FILLABLE = ("base_model", "dataset", "learning_rate", "per_device_batch_size", 
 
 
 _BETA_WEIGHS = re.compile(r"\bbeta\s*\*|\*\s*(\w+\.)*beta\b")
+# TRL's GRPO and RLOO configs name their KL coefficient `beta`: a config handed to them by `**kwargs`
+# keeps its `beta` key
+_KL_BETA_CONFIGS = re.compile(r"\b(GRPOConfig|RLOOConfig)\b")
 _EPS_CLIPS = re.compile(r"\b1\s*[-+]\s*(\w+\.)*(eps|clip)\b")
 _GLOBAL_BATCH_NAMES = ("global_batch_size", "prompts_per_step", "num_prompts_per_step", "prompts_per_batch",
                        "groups_per_batch")
@@ -129,6 +132,7 @@ _TEXT_SETTINGS = ("base_model", "dataset", "lora.target_modules")
 # Sampling and policy-loss settings: a training setting only in an RL run (in an SFT script a
 # `temperature` is its evaluation's).
 _SAMPLING_CALLS = ("SamplingParams", "SampleParams", "GenerationConfig", "generate", "sample")
+_SAMPLING_NAME = re.compile(r"sampl|generat", re.I)
 _RL_ONLY = ("num_generations", "kl_coef", "clip_ratio", "temperature")
 
 
@@ -180,13 +184,15 @@ def _fill_from_harvest(ev: Evidence, stated: list[Stated], reserved: tuple[str, 
             continue
         best = ev.harvested(key, lambda s, key=key: not _reserved(s.norm, reserved) and _usable(key, s.value)
                             and not s.incidental and id(s) not in unread
-                            and (rl or s.owner not in _SAMPLING_CALLS))  # SFT/DPO sample only to look
+                            # SFT/DPO sample only to look (`SamplingParams(...)`, `SAMPLING_MAX_TOKENS = ...`)
+                            and (rl or (s.owner not in _SAMPLING_CALLS and not _SAMPLING_NAME.search(s.key))))
         if best is not None:
             ev.setting(key, best)
             if key == "lora.rank" and "used_lora" not in ev.extras:
                 ev.extra("used_lora", best.with_value(True))  # the stated rate is already a LoRA rate
     policy = vote is not None and vote.algorithm in ("grpo", "ppo", "reinforce")  # GKD's beta weighs its JSD
-    if policy and not kl_off and ev.best("kl_coef") is None and _BETA_WEIGHS.search(code):
+    if policy and not kl_off and ev.best("kl_coef") is None and (_BETA_WEIGHS.search(code)
+                                                                  or _KL_BETA_CONFIGS.search(code)):
         # GRPO's paper notation: `beta` weighs the KL term (`cfg.beta * kl`), when the loop multiplies by it
         best = ev.harvested_where(lambda s: s.norm.rsplit(".", 1)[-1] == "beta" and id(s) not in unread
                                   and not s.incidental and _usable("kl_coef", s.value))
@@ -210,10 +216,10 @@ def _fill_from_harvest(ev: Evidence, stated: list[Stated], reserved: tuple[str, 
 def _unread(project: Project, stated: list[Stated]) -> set[int]:
     """The ids of the YAML keys no Python file of the inputs names (GRPO-Zero's `max_prompt_len`):
     when the inputs' own code reads the config, nothing reads them."""
+    unread = _unread_constants(project, stated)
     texts = [f.python.text for f in project.pythons()]
     if not any(_PLAIN_LOAD.search(t) for t in texts) or any(_FIELD_LOAD.search(t) for t in texts):
-        return set()  # an argument parser fills dataclass fields the inputs may not name
-    unread = set()
+        return unread  # an argument parser fills dataclass fields the inputs may not name
     for s in stated:
         if s.kind != "config" or not s.loc.path.endswith((".yaml", ".yml")):
             continue
@@ -229,6 +235,28 @@ def _unread(project: Project, stated: list[Stated]) -> set[int]:
             if not any(read.search(t) for t in texts):
                 unread.add(id(s))
                 break
+    return unread
+
+
+def _unread_constants(project: Project, stated: list[Stated]) -> set[int]:
+    """The ids of a config module's constants that no script importing it reads: never imported
+    (`from config import LR` leaves `MAX_LEN` alone), or only printed. A script that imports the module
+    itself (`import config`) may read any of them."""
+    unread = set()
+    for f in project.pythons():
+        module_src = f.python
+        modules = {m for imp in module_src.importers for m, src in imp.own_modules.items() if src is module_src}
+        read: set[str] = set()
+        whole = False
+        for imp in module_src.importers:
+            for local, qualified in imp.imports.items():
+                module, _, name = qualified.rpartition(".")
+                whole = whole or qualified in modules
+                if module in modules and imp.used_beyond_print(local):
+                    read.add(name)
+        if not module_src.importers or whole:
+            continue
+        unread |= {id(s) for s in stated if s.kind == "constant" and s.loc.path == f.label and s.key not in read}
     return unread
 
 

@@ -27,23 +27,51 @@ _INFRA_MODULES = {
 }
 
 
+# `X.from_pretrained(id)`, or a model class's own loader (`RewardModel.from_sft_checkpoint(path)`)
+_LOADER_NAMES = re.compile(r"from_pretrained\w*|from_\w*checkpoint")
+
+
 def is_model_loader(call: CallSite) -> bool:
-    if call.name not in {"from_pretrained"}:
+    if not _LOADER_NAMES.fullmatch(call.name):
         return False
     owner = call.qualname.rsplit(".", 2)[-2] if "." in call.qualname else ""
     return bool(owner) and not any(owner.endswith(s) for s in _NOT_MODELS) and (
-        "Model" in owner or "For" in owner or owner.endswith(("LM", "Transformer"))
+        "Model" in owner or "For" in owner or owner.endswith(("LM", "Transformer", "Policy"))
         # a class picked at run time (`policy_cls = trainer.policy_hf_model_class`), not a tokenizer's
         or (owner.lower().endswith(("_cls", "_class")) and not any(w in owner.lower() for w in _NOT_MODEL_WORDS))
     )
 
 
+_MODEL_ID_KEYWORDS = ("pretrained_model_name_or_path", "model_name_or_path", "model_id")
+
+
 def model_id(call: CallSite) -> Value | None:
-    for key in ("pretrained_model_name_or_path", "model_name_or_path", "model_id"):
+    for key in _MODEL_ID_KEYWORDS:
         value = call.kwarg(key)
         if value is not None:
             return value
     return call.arg(0)
+
+
+def loaded_model(src: PySource, node: cst.BaseExpression, scope) -> Value | None:
+    """The checkpoint the object `node` names was loaded from: `model = AutoModel...from_pretrained(id)`,
+    or a loader of the project's own wrapping it (`model = load_base_model(model_path, adapter)`, whose
+    `from_pretrained(model_path)` takes its parameter): then what the caller passes."""
+    loader = src.assigned_call(node, scope)
+    if loader is None:
+        return None
+    if loader.name == "from_pretrained":
+        return model_id(loader)
+    fn = src.functions.get(loader.name)
+    inner = next((c for c in src.calls if fn is not None and c.scope is fn.node and is_model_loader(c)), None)
+    if inner is None:
+        return None
+    written = next((inner.kwarg_node(k) for k in _MODEL_ID_KEYWORDS if inner.kwarg_node(k) is not None),
+                   None) or inner.arg_node(0)
+    if isinstance(written, cst.Name) and written.value in fn.params:
+        given = loader.kwarg_node(written.value) or loader.arg_node(list(fn.params).index(written.value))
+        return None if given is None else src.evaluate(given, loader.scope)
+    return model_id(inner)
 
 
 def model_loaders(src: PySource) -> list[CallSite]:
@@ -53,7 +81,7 @@ def model_loaders(src: PySource) -> list[CallSite]:
 def trained_model_call(src: PySource) -> CallSite | None:
     """The model the optimizer trains (`AdamW(model.parameters())`), else the first model loaded
     that is not named like a teacher, reference or reward model."""
-    loaders = model_loaders(src)
+    loaders = [c for c in model_loaders(src) if not c.switched_off()]  # `if args.resume:` left off
     for opt in (c for c in src.calls if is_optimizer(c.name)):
         first = opt.arg_node(0)
         target = _parameters_owner(first)
@@ -65,7 +93,9 @@ def trained_model_call(src: PySource) -> CallSite | None:
     for call in loaders:
         if not any(word in (call.assigned_to or "").lower() for word in others):
             return call
-    return loaders[0] if loaders else None
+    # a reference or teacher loads the policy's own checkpoint more often than not; a scorer never does
+    return next((c for c in loaders if not any(w in (c.assigned_to or "").lower()
+                                               for w in ("reward", "critic", "judge", "value"))), None)
 
 
 def _parameters_owner(node: cst.BaseExpression | None) -> str | None:
@@ -102,8 +132,18 @@ def dataset_id(call: CallSite) -> Value | None:
     return first
 
 
+_DATA_FILE = re.compile(r"\.(jsonl?|parquet|csv|tsv|arrow)$")
+
+
 def dataset_calls(src: PySource) -> list[CallSite]:
-    return src.calls_named("load_dataset", "load_from_disk")
+    """The calls that load the training data: datasets' loaders, else a loader of the project's own
+    handed a data file (`load_data("./data/train.json")`)."""
+    found = src.calls_named("load_dataset", "load_from_disk")
+    if found:
+        return found
+    return [c for c in src.calls if c.name in src.functions and ("data" in c.name.lower() or c.name.startswith("load"))
+            and not c.in_evaluation() and isinstance(getattr(c.arg(0), "value", None), str)
+            and _DATA_FILE.search(c.arg(0).value)]
 
 
 def is_optimizer(name: str) -> bool:
@@ -198,6 +238,18 @@ def function_names(node: cst.BaseExpression | None, src: PySource, scope) -> lis
             return None  # a reward *model* (`AutoModelForSequenceClassification.from_pretrained(...)`)
         return [name.rsplit(".", 1)[-1]]
     return None
+
+
+def written_at(node: cst.BaseExpression, src: PySource, scope) -> cst.BaseExpression:
+    """Where a value passed through a variable is written: `reward_funcs=funcs` after `funcs = [f, g]`
+    is written at the list."""
+    seen = 0
+    while isinstance(node, cst.Name) and seen < 8:
+        found = src.definition(node.value, scope, src.line(node))
+        if not found or found[0] != "assign" or found[1].value is node:
+            break
+        node, scope, seen = found[1].value, found[1].scope, seen + 1
+    return node
 
 
 def built_by_a_call(node: cst.BaseExpression | None, src: PySource, scope) -> bool:

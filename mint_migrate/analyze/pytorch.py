@@ -192,9 +192,12 @@ def _settings(src: PySource, ev: Evidence) -> None:
         ev.construct(f"torch.optim.{call.name}(lr=...)", call.loc, "optim_step(types.AdamParams(learning_rate=...))",
                      f"train.py passes the source's Adam settings (torch.optim.{call.name}'s defaults where the "
                      "source states none) as OPTIMIZER: MinT's own defaults differ (beta2=0.95, eps=1e-12)")
-    for call in src.calls_named("DataLoader"):
+    # torch's DataLoader, else a builder of the project's own (`build_dataloader("train", tok, batch_size=8)`)
+    loaders = src.calls_named("DataLoader") or [
+        c for c in src.calls if c.name.lower().endswith(("dataloader", "data_loader"))
+        and c.kwarg_node("batch_size") is not None and not c.in_evaluation()]
+    for call in loaders[:1]:
         ev.setting("per_device_batch_size", call.kwarg("batch_size") or call.arg(1))
-        break
     for call in src.calls_named("LoraConfig"):
         if not call.switched_off() and not call.discarded():
             lora_from_peft(call, ev)
@@ -352,7 +355,10 @@ def _algorithm(src: PySource, ev: Evidence) -> None:
         ev.vote(algorithm, where, f"the hydra config group selected: {what}", 2)
     elif (named := _imported_loss(src)) is not None:
         algorithm, name, where = named
-        ev.vote(algorithm, where, f"{name}(...): the project's own loss, named for {algorithm}", 3)
+        if algorithm == "dpo" and "dpo" not in name.lower():  # `preference_loss(r_chosen, r_rejected)`: whose?
+            _vote_preference(ev, where, text, f" ({name}(...), the project's own loss)")
+        else:
+            ev.vote(algorithm, where, f"{name}(...): the project's own loss, named for {algorithm}", 3)
     elif calls & {"cross_entropy", "CrossEntropyLoss", "nll_loss"} or _uses_model_loss(src):
         loc = next((first[n] for n in ("cross_entropy", "CrossEntropyLoss", "nll_loss") if n in first), None)
         ev.vote("sft", loc or _loss_loc(src), "token cross-entropy loss", 2)
@@ -411,7 +417,7 @@ def _samples_to_train(src: PySource) -> bool:
 
 
 # A value model trained beside the policy (PPO's critic), by the names loops give it.
-_CRITIC = re.compile(r"value_head|critic|value_model|value_net|value_loss|old_values|vf_coef")
+_CRITIC = re.compile(r"value_head|critic(?![- _]free)|value_model|value_net|value_loss|old_values|vf_coef")
 
 
 # DPO's pairwise loss compares log-probabilities with a frozen reference's, scaled by beta; a reward

@@ -32,6 +32,8 @@ from mint_migrate.pyindex import (
     literal_value,
 )
 
+# Names a program gives the config object it reads (`self.cfg.train.lr`, `config.model.name`).
+_CONFIG_ROOTS = {"cfg", "config", "conf", "hparams", "hp", "settings"}
 _PARSER_FACTORIES = {"HfArgumentParser", "TrlParser", "H4ArgumentParser"}
 _PARSE_METHODS = {"parse_args_into_dataclasses", "parse_args_and_config", "parse_yaml_file", "parse_json_file",
                   "parse_dict", "parse"}
@@ -50,14 +52,18 @@ class CallSite(Call):
     src: "PySource | None" = None
     loc: Loc | None = None
 
-    def keyword_args(self) -> list[tuple[str, cst.BaseExpression]]:
-        """The call's keyword arguments, those it splats from a dict built just for it included
-        (`kwargs = dict(lr=5e-6, ...)` then `GRPOConfig(**kwargs)`)."""
-        out = [(a.keyword.value, a.value) for a in self.node.args if a.keyword is not None]
+    def keyword_sources(self) -> list[tuple[str, cst.BaseExpression, "PySource", Scope]]:
+        """The call's keyword arguments with the file and scope each is written in, those it splats from
+        a dict built just for it included (`kwargs = dict(lr=5e-6, ...)` then `GRPOConfig(**kwargs)`, or
+        `SFTConfig(**SFT_CONFIG)` with the dict in the config module the script imports)."""
+        out = [(a.keyword.value, a.value, self.src, self.scope) for a in self.node.args if a.keyword is not None]
         for arg in self.node.args:
             if arg.star == "**" and isinstance(arg.value, cst.Name) and self.src is not None:
-                out += self.src.dict_entries(arg.value, self.scope)
+                out += self.src.dict_entries(arg.value.value, self.scope, self.src.line(arg.value))
         return out
+
+    def keyword_args(self) -> list[tuple[str, cst.BaseExpression]]:
+        return [(key, node) for key, node, _src, _scope in self.keyword_sources()]
 
     def kwarg_node(self, name: str) -> cst.BaseExpression | None:
         return next((node for key, node in self.keyword_args() if key == name), None)
@@ -66,13 +72,13 @@ class CallSite(Call):
         return [key for key, _ in self.keyword_args()]
 
     def kwarg(self, name: str) -> Value | None:
-        node = self.kwarg_node(name)
-        return None if node is None else self.src.evaluate(node, self.scope)
+        return next((src.evaluate(node, scope) for key, node, src, scope in self.keyword_sources() if key == name),
+                    None)
 
     def kwargs(self) -> dict[str, Value]:
         out = {}
-        for key, node in self.keyword_args():
-            value = self.src.evaluate(node, self.scope)
+        for key, node, src, scope in self.keyword_sources():
+            value = src.evaluate(node, scope)
             if value is not None:
                 out[key] = value
         return out
@@ -191,22 +197,42 @@ class PySource:
         self.cli: dict[str, Value] = {}
         self.configs: list[YamlConfig] = []
         self.hydra: YamlConfig | None = None  # the composed config a `@hydra.main` function receives
+        # the scripts that import this module and hand it their settings (`train(Config(lr=args.lr))`)
+        self.importers: list[PySource] = []
+        self.own_modules: dict[str, PySource] = {}  # the project's modules it imports, by dotted name
         self._memo: dict[tuple[int, int], Value | None] = {}
         self._returns: dict[int, tuple[cst.BaseExpression, ...]] = {}
         self._name_uses: dict[str, int] | None = None
 
-    def dict_entries(self, name: cst.Name, scope: Scope) -> list[tuple[str, cst.BaseExpression]]:
-        """`name`'s entries when it is bound to `dict(k=v, ...)` or a `{"k": v}` literal: (key, value node)."""
-        found = self.definition(name.value, scope, self.line(name))
-        if not found or found[0] != "assign":
+    def dict_entries(self, name: str, scope: Scope,
+                     use_line: int) -> list[tuple[str, cst.BaseExpression, "PySource", Scope]]:
+        """`name`'s entries when it is bound to `dict(k=v, ...)` or a `{"k": v}` literal, here or in a
+        module of the project's this file imports it from: (key, value node, its file, its scope)."""
+        found = self.definition(name, scope, use_line)
+        if not found:
+            imported = self.imported_from(name)
+            return imported[0].dict_entries(imported[1], None, 10**9) if imported is not None else []
+        if found[0] != "assign":
             return []
-        value = found[1].value
+        value, where = found[1].value, found[1].scope
         if isinstance(value, cst.Call) and dotted_name(value.func) == "dict":
-            return [(a.keyword.value, a.value) for a in value.args if a.keyword is not None]
+            return [(a.keyword.value, a.value, self, where) for a in value.args if a.keyword is not None]
         if isinstance(value, cst.Dict):
-            return [(key, e.value) for e in value.elements if isinstance(e, cst.DictElement)
+            return [(key, e.value, self, where) for e in value.elements if isinstance(e, cst.DictElement)
                     and isinstance(key := literal_value(e.key), str)]
         return []
+
+    def imported_from(self, name: str) -> "tuple[PySource, str] | None":
+        """For `from config import SFT_CONFIG`: the module's file, when the inputs hold it, and the name there."""
+        module, _, original = self.imports.get(name, "").rpartition(".")
+        other = self.own_modules.get(module)
+        return (other, original) if other is not None and other is not self else None
+
+    def used_beyond_print(self, name: str) -> bool:
+        """`name` (bound by an import) is used by more than its import and the `print` calls that show it."""
+        printed = sum(isinstance(n, cst.Name) and n.value == name
+                      for c in self.calls_named("print") for n in iter_nodes(c.node))
+        return self.name_uses().get(name, 0) - 1 - printed > 0
 
     def name_uses(self) -> dict[str, int]:
         """How often each name occurs in the code, binding included (`x = ...; f(x)`: 2); an
@@ -247,6 +273,17 @@ class PySource:
     def use_hydra(self, config: YamlConfig) -> None:
         self.hydra = config
         self._memo.clear()
+
+    def imported_by(self, importer: "PySource", module: str) -> None:
+        """`importer` imports this file as `module`: its names resolve here (`from config import LR`), and
+        the classes it builds hold what it gives them (`DPOConfig(beta=args.beta)` is this module's `cfg.beta`)."""
+        if importer is self:
+            return
+        importer.own_modules[module] = self
+        importer._memo.clear()
+        if importer not in self.importers:
+            self.importers.append(importer)
+            self._memo.clear()
 
     # -- lookups --
 
@@ -474,7 +511,9 @@ class PySource:
             return None
         qual = self.qualify(name)
         args = [a for a in node.args if a.keyword is None and not a.star]
-        if qual in {"int", "float", "str", "bool", "Path", "pathlib.Path"} and len(args) == 1:
+        # `os.path.expanduser("~/data")`: only the machine knows the home folder, so the path stays as written
+        if qual in {"int", "float", "str", "bool", "Path", "pathlib.Path", "os.path.expanduser",
+                    "os.path.expandvars"} and len(args) == 1:
             inner = self.evaluate(args[0].value, scope, depth + 1)
             if inner is None:
                 return None
@@ -528,7 +567,8 @@ class PySource:
     def _name_value(self, name: str, scope: Scope, use_line: int, depth: int) -> Value | None:
         found = self.definition(name, scope, use_line)
         if found is None:
-            return None
+            imported = self.imported_from(name)  # `from config import LR`: its value in config.py
+            return imported[0]._name_value(imported[1], None, 10**9, depth + 1) if imported is not None else None
         kind, obj, def_scope = found
         if kind == "param":
             param: ParamDef = obj
@@ -625,8 +665,19 @@ class PySource:
                         return container.with_value(container.value[key])
                     except (KeyError, IndexError, TypeError):
                         return None
-            return None
+            return self._config_by_path(node) if isinstance(node, cst.Attribute) else None
         return self._ns_value(ns, str(key), depth)
+
+    def _config_by_path(self, node: cst.Attribute) -> Value | None:
+        """`self.cfg.train.batch_size` in a trainer class handed the run's config: the one config key
+        its last parts spell (`train.batch_size`), when a part before them names a config (`cfg`)."""
+        parts = (dotted_name(node) or "").split(".")
+        at = next((i for i, part in enumerate(parts) if part.lower() in _CONFIG_ROOTS), None)
+        if at is None or len(parts) - at < 3 or not self.configs:  # `cfg.train.batch_size`: two parts below it
+            return None
+        key = ".".join(parts[at + 1:])
+        found = [c.get(key) for c in self.configs if key in c]
+        return found[0] if len(found) == 1 else None
 
     def _dict_entry(self, node: cst.BaseExpression, key: str | int, scope: Scope, depth: int) -> Value | None:
         """The value of entry `key` of the dict literal `node` holds (through names and a function's
@@ -846,11 +897,15 @@ class PySource:
             for config in self.configs:
                 if key in config:
                     return config.get(key)
-        built = self.calls_named(class_name)
-        if len(built) == 1 and key in built[0].keywords():  # built once, `TrainConfig(lr=args.lr)`: what it is given
-            given = built[0].kwarg(key)
-            if given is not None:
-                return given
+        # built once, `TrainConfig(lr=args.lr)`: what it is given, here or by the script that imports the class
+        for src in (self, *self.importers):
+            built = src.calls_named(class_name)
+            if len(built) == 1 and key in built[0].keywords():
+                given = built[0].kwarg(key)
+                if given is not None:
+                    return given
+            if built:
+                break
         info = self.classes.get(class_name)
         seen = set()
         while info is not None and info.name not in seen:

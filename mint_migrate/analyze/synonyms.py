@@ -204,7 +204,9 @@ _SUFFIXES: dict[str, Meaning] = {
     "critic.strategy": Meaning("server", "server"), "model.path": Meaning("base_model", "setting"),
     "data.path": Meaning("dataset", "setting"), "dataset.path": Meaning("dataset", "setting"),
     "dataset.name": Meaning("dataset", "setting"), "model.model": Meaning("base_model", "setting"),
-    "dataset.dataset": Meaning("dataset", "setting"),
+    "dataset.dataset": Meaning("dataset", "setting"), "model.name_or_path": Meaning("base_model", "setting"),
+    "data.name": Meaning("dataset", "setting"), "kl.init_coef": Meaning("kl_coef", "setting"),
+    "kl.coef": Meaning("kl_coef", "setting"),
     # the DPO reference implementation's layout: `model=pythia28 model.archive=.../LATEST/policy.pt`,
     # the SFT checkpoint the trained policy starts from
     "model.archive": Meaning("base_model", "setting"),

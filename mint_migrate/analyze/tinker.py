@@ -274,7 +274,8 @@ def _calls(src: PySource, ev: Evidence) -> None:
             if _WEIGHS.search(src.text):  # only when the loop multiplies by it (`reward - beta * kl`): else unused
                 ev.candidates["kl_coef"] = betas
     if vote is not None and vote.algorithm in ("sft", "dpo"):  # its sampling only shows what the model says
-        for key in ("max_response_length", "temperature", *(("beta",) if vote.algorithm == "sft" else ())):
+        for key in ("max_response_length", "temperature", "num_generations",
+                    *(("beta",) if vote.algorithm == "sft" else ())):
             ev.candidates.pop(key, None)
     if loss is not None and loss.value in {"gspo"}:
         ev.set_variant("gspo", loss.loc)

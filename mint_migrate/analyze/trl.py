@@ -21,14 +21,15 @@ from mint_migrate.analyze.pycommon import (
     dataset_id,
     function_names,
     infra_imports,
+    loaded_model,
     lora_from_peft,
-    model_id,
     passed_in,
     server_side,
     teacher_warning,
     trainer_runs,
     vote_by_keys,
     vote_by_values,
+    written_at,
 )
 from mint_migrate.analyze.pyvalues import CallSite, PySource
 from mint_migrate.analyze.registry import Analyzer
@@ -272,6 +273,15 @@ def _python(project: Project, f: InputFile, ev: Evidence, fields: list[tuple[str
         ev.construct(f"{loads[0].name}(...)", loads[0].loc, "JSONL rows passed with --data", None)
 
 
+def _made_here(project: Project, node: cst.Name, src: PySource, scope) -> bool:
+    """`reward_fn = make_reward_fn(cfg)` with `make_reward_fn` defined in the inputs: one reward function
+    of the project's, named where it is passed (a plural name is a list; a factory the inputs do not
+    hold may pick any function by name)."""
+    made_by = src.assigned_call(node, scope)
+    return made_by is not None and not node.value.endswith("s") \
+        and any(made_by.name in f.python.functions for f in project.pythons())
+
+
 def _trainer(project: Project, call: CallSite, trainer: str, src: PySource, ev: Evidence,
              fields: list[tuple[str, Value]]) -> None:
     ev.construct(f"{call.name}(...)", call.loc, _trainer_target(TRAINERS[trainer]))
@@ -281,9 +291,9 @@ def _trainer(project: Project, call: CallSite, trainer: str, src: PySource, ev: 
         if value is not None and isinstance(value.value, str):
             fields.append(("trained_model", value))
         else:
-            loader = src.assigned_call(model, call.scope)
-            if loader is not None and loader.name == "from_pretrained" and model_id(loader) is not None:
-                fields.append(("trained_model", model_id(loader)))
+            loaded = loaded_model(src, model, call.scope)
+            if loaded is not None:
+                fields.append(("trained_model", loaded))
     for key in ("ref_model", "teacher_model", "reward_model", "value_model"):
         node = call.kwarg_node(key)
         if node is None or (isinstance(node, cst.Name) and node.value == "None"):
@@ -291,8 +301,9 @@ def _trainer(project: Project, call: CallSite, trainer: str, src: PySource, ev: 
         ev.extra(f"trl.{key}", Value(True, src.loc(node)))
     rewards = call.kwarg_node("reward_funcs")
     if isinstance(rewards, cst.Call) or (isinstance(rewards, cst.Name) and rewards.value == "None") \
-            or built_by_a_call(rewards, src, call.scope):
-        rewards = None  # built by a factory (from the recipe's reward_funcs list), or none at all
+            or (built_by_a_call(rewards, src, call.scope) and not _made_here(project, rewards, src, call.scope)):
+        # a list a factory built (from the recipe's reward_funcs list), a model a loader built, or none at all
+        rewards = None
     passed = passed_in(project, src, call.scope, rewards) if rewards is not None else None
     # `def train_model(..., reward_funcs)`: the list is written at its caller, in its file
     rewards, at, scope = passed if passed is not None else (rewards, src, call.scope)
@@ -304,7 +315,9 @@ def _trainer(project: Project, call: CallSite, trainer: str, src: PySource, ev: 
     if rewards is not None:
         names = function_names(rewards, at, scope)
         if names:
-            ev.setting("reward_functions", Value(names, at.loc(rewards), Level.CODE))
+            written = written_at(rewards, at, scope)
+            where = at.loc(written if isinstance(written, cst.List | cst.Tuple) else rewards)
+            ev.setting("reward_functions", Value(names, where, Level.CODE))
             for name in names:
                 fn = at.functions.get(name)
                 where = at.at(fn.line) if fn else at.loc(rewards)

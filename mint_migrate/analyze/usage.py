@@ -26,5 +26,9 @@ def usage_commands(src: PySource) -> list[Command]:
             raw = expr.value.value
             quote = raw.lstrip("rRbBuUfF")
             q = 3 if quote[:3] in ('"""', "'" * 3) else 1
-            commands += commands_in_text(quote[q:-q], src.label, src.line(expr.value))
+            text = quote[q:-q]
+            if "r" not in raw[: len(raw) - len(quote)].lower():
+                # a plain string's `\\` is one backslash: `python train.py \\` continues on the next line
+                text = text.replace("\\\\", "\\")
+            commands += commands_in_text(text, src.label, src.line(expr.value))
     return commands

@@ -224,7 +224,20 @@ def _merged(project: Project, command: Command | None) -> tuple[dict[str, Value]
                 config[arg.name] = arg.value
             else:
                 config.pop(arg.name, None)
-    return config, args
+    return _older_names(config), args
+
+
+# verl's later layout nests the reward under `reward.` (`reward.custom_reward_function.path`); read under
+# the names every version's readers here use
+_MOVED = {"reward.custom_reward_function.": "custom_reward_function."}
+
+
+def _older_names(config: dict[str, Value]) -> dict[str, Value]:
+    for key in list(config):
+        for newer, older in _MOVED.items():
+            if key.startswith(newer):
+                config.setdefault(older + key.removeprefix(newer), config[key])
+    return config
 
 
 def _is_sft(command: Command | None, config: dict[str, Value]) -> bool:
@@ -264,6 +277,9 @@ def _rl(project: Project, config: dict[str, Value], ev: Evidence, command: Comma
             named = "grpo"  # a PPO run always sizes its critic; a fork whose own config picks the estimator
             ev.vote("grpo", where, "no adv_estimator and no critic settings: the fork's own config picks a "
                     "critic-free estimator (GRPO's family)", 3)
+        elif any(k.startswith("worker.") for k in config):
+            named = "grpo"  # EasyR1's layout (`worker.actor...`): its AlgorithmConfig defaults to grpo
+            ev.vote("grpo", where, "no algorithm.adv_estimator in EasyR1's layout (worker.*): its default is grpo", 3)
     enabled = config.get("distillation.enabled")
     if enabled is not None and enabled.value is True:  # verl's on-policy distillation: a teacher's logprobs, in main_ppo
         ev.vote("distillation", enabled.loc, "distillation.enabled=True (on-policy distillation from a teacher)", 4)
@@ -411,7 +427,7 @@ def _reward_function(project: Project, config: dict[str, Value], ev: Evidence) -
         return
     name = config.get("custom_reward_function.name")
     fn = str(name.value) if name is not None else "compute_score"
-    ev.setting("reward_functions", Value([f"{path.value}:{fn}"], (name or path).loc, path.level))
+    ev.setting("reward_functions", Value([f"{path.value}:{fn}"], path.loc, path.level))  # where the file is named
     reward_file = _reward_file(project, str(path.value))
     if reward_file is None or reward_file.python is None:
         ev.construct(f"custom_reward_function {path.value}:{fn}", path.loc, "reward_fn in train.py",
@@ -449,7 +465,7 @@ def _hydra(project: Project) -> dict[str, Value]:
     for arg in command.overrides() if command is not None else []:
         if arg.value is not None:
             config[arg.name] = arg.value
-    return config
+    return _older_names(config)
 
 
 _VERL_AGG = {"token-mean": "token_mean", "seq-mean-token-mean": "sequence_mean", "seq-mean-token-sum": "sum",
