@@ -165,10 +165,15 @@ def _fill_from_harvest(ev: Evidence, stated: list[Stated], reserved: tuple[str, 
     lora_off = any((s.norm.rsplit(".", 1)[-1] in ("use_peft", "use_lora", "lora") and s.value is False)
                    or ((s.norm.rsplit(".", 1)[-1] in ("lora_rank", "lora_r")
                         or s.norm.endswith(("lora.rank", "lora.r"))) and s.value == 0) for s in stated)
+
+    def by_leaf(names: tuple[str, ...], fits) -> Value | None:
+        """The one value stated under a name whose last part is one of `names` and that `fits`."""
+        return ev.harvested_where(lambda s: s.norm.rsplit(".", 1)[-1].lower() in names and id(s) not in unread
+                                  and not s.incidental and fits(s.value))
+
     preference = vote is not None and vote.algorithm in ("dpo", "kto", "orpo")
     if preference and ev.best("beta") is None:  # a DPO trainer's plain `beta` (`loss.beta=0.1`) is its beta
-        best = ev.harvested_where(lambda s: s.norm.rsplit(".", 1)[-1] == "beta" and id(s) not in unread
-                                  and not s.incidental and _usable("beta", s.value)) \
+        best = by_leaf(("beta",), lambda v: _usable("beta", v)) \
             or ev.harvested("beta", lambda s: id(s) not in unread and not s.incidental and _usable("beta", s.value))
         if best is not None:
             ev.setting("beta", best)
@@ -194,21 +199,18 @@ def _fill_from_harvest(ev: Evidence, stated: list[Stated], reserved: tuple[str, 
     if policy and not kl_off and ev.best("kl_coef") is None and (_BETA_WEIGHS.search(code)
                                                                   or _KL_BETA_CONFIGS.search(code)):
         # GRPO's paper notation: `beta` weighs the KL term (`cfg.beta * kl`), when the loop multiplies by it
-        best = ev.harvested_where(lambda s: s.norm.rsplit(".", 1)[-1] == "beta" and id(s) not in unread
-                                  and not s.incidental and _usable("kl_coef", s.value))
+        best = by_leaf(("beta",), lambda v: _usable("kl_coef", v))
         if best is not None:
             ev.setting("kl_coef", best)
     if policy and ev.best("clip_ratio") is None and _EPS_CLIPS.search(code):
         # a bare `eps` of a policy loop, `clamp(ratio, 1 - cfg.eps, 1 + cfg.eps)`: the clip range, not Adam's 1e-8
-        best = ev.harvested_where(lambda s: s.norm.rsplit(".", 1)[-1] in ("eps", "clip") and id(s) not in unread
-                                  and not s.incidental and isinstance(s.value, float) and 0.01 <= s.value <= 0.5)
+        best = by_leaf(("eps", "clip"), lambda v: isinstance(v, float) and 0.01 <= v <= 0.5)
         if best is not None:
             ev.setting("clip_ratio", best)
     # names no per-device share can have (a bare batch_size can), in a loop of the source's own (a trainer
     # library's global batch counts completions: per-device x accumulation x devices, which prompts only feed)
     if own_loop and ev.best("global_batch_size") is None and ev.best("per_device_batch_size") is None:
-        best = ev.harvested_where(lambda s: s.norm.rsplit(".", 1)[-1].lower() in _GLOBAL_BATCH_NAMES
-                                  and id(s) not in unread and not s.incidental and _usable("global_batch_size", s.value))
+        best = by_leaf(_GLOBAL_BATCH_NAMES, lambda v: _usable("global_batch_size", v))
         if best is not None:
             ev.setting("global_batch_size", best)
 
