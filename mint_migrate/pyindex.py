@@ -206,6 +206,8 @@ class PyIndex:
     set_defaults: dict[str, tuple[cst.BaseExpression, int]] = field(default_factory=dict)
     # `if args.lora_alpha is None: args.lora_alpha = args.lora_r * 4`: a default filled in after parsing
     filled_defaults: dict[str, Assignment] = field(default_factory=dict)
+    # `args.lr = 1e-5` after `args = GRPOConfig(...)`: the object's name -> one Assignment per attribute set
+    attribute_assigns: dict[str, list[Assignment]] = field(default_factory=dict)
     lines: dict[cst.CSTNode, int] = field(default_factory=dict)
     enclosing: dict[int, cst.FunctionDef] = field(default_factory=dict)  # id(nested def) -> the def around it
 
@@ -453,9 +455,12 @@ class _Collector:
             elif isinstance(t, cst.Tuple | cst.List):
                 names = tuple(e.value.value if isinstance(e.value, cst.Name) else "_" for e in t.elements)
                 self._assign(names, node.value, node)
-            elif isinstance(t, cst.Attribute) and isinstance(t.value, cst.Name) and self._fills_none(t):
-                self.index.filled_defaults.setdefault(t.attr.value, Assignment(
-                    self.scope, (t.attr.value,), node.value, self.index.line(node), tuple(self.guards)))
+            elif isinstance(t, cst.Attribute) and isinstance(t.value, cst.Name):
+                assignment = Assignment(self.scope, (t.attr.value,), node.value, self.index.line(node),
+                                        tuple(self.guards))
+                self.index.attribute_assigns.setdefault(t.value.value, []).append(assignment)
+                if self._fills_none(t):
+                    self.index.filled_defaults.setdefault(t.attr.value, assignment)
 
     def _fills_none(self, target: cst.Attribute) -> bool:
         """Whether the innermost `if` around this assignment is `if <target> is None:`."""

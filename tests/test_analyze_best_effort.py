@@ -896,3 +896,63 @@ def test_launch_layouts_newer_and_older_than_the_readers_knew(tmp_path):
     """)
     s = analyze(trl, [tmp_path / "t/cfg.yaml"]).settings
     assert (s.kl_coef.value, s.kl_coef.source) == (0.0, "cfg.yaml:3")
+
+
+def test_a_trl_config_set_after_it_is_built_and_one_read_from_config_sections(tmp_path):
+    # fields set on the config object after it is built, by setattr or by assignment, are said last
+    script = write(tmp_path, "s/train_dpo.py", """
+        from datasets import load_dataset
+        from trl import DPOConfig, DPOTrainer
+
+        training_args = DPOConfig(output_dir="out", max_length=1024)
+        setattr(training_args, 'per_device_train_batch_size', 4)
+        setattr(training_args, 'max_length', 512)
+        training_args.num_train_epochs = 3
+        DPOTrainer(model="Qwen/Qwen2.5-0.5B-Instruct", args=training_args,
+                   train_dataset=load_dataset("trl-lib/hh-rlhf-helpful-base", split="train")).train()
+    """)
+    s = analyze(script, []).settings
+    assert (s.per_device_batch_size.value, s.per_device_batch_size.source) == (4, "train_dpo.py:5")
+    assert (s.max_seq_length.value, s.max_seq_length.source) == (512, "train_dpo.py:6")
+    assert (s.num_epochs.value, s.num_epochs.source) == (3, "train_dpo.py:7")
+    assert ledger_of(analyze(script, []))["per_device_train_batch_size"] == 4
+    # `conf = config.get("sft_training", config.get("training", {}))`, then `conf.get(key, default)`
+    write(tmp_path, "y/config.yaml", """
+        model:
+          name_or_path: Qwen/Qwen2.5-1.5B-Instruct
+        sft_training:
+          learning_rate: 2.0e-5
+          batch_size: 8
+    """)
+    yaml_script = write(tmp_path, "y/train_sft.py", """
+        import yaml
+        from trl import SFTConfig, SFTTrainer
+
+        def load_config(path):
+            return yaml.safe_load(open(path))
+
+        config = load_config("config.yaml")
+        conf = config.get("sft_training", config.get("training", {}))
+        args = SFTConfig(output_dir="o", learning_rate=float(conf.get("learning_rate", 1e-4)),
+                         per_device_train_batch_size=conf.get("batch_size", 4),
+                         max_seq_length=conf.get("max_seq_length", 1024))
+        SFTTrainer(model=config["model"]["name_or_path"], args=args, train_dataset=None).train()
+    """)
+    s = analyze(yaml_script, [tmp_path / "y/config.yaml"]).settings
+    assert (s.per_device_batch_size.value, s.per_device_batch_size.source) == (8, "config.yaml:5")
+    assert (s.learning_rate.value, s.learning_rate.source) == (2e-5, "config.yaml:4")
+    assert (s.max_seq_length.value, s.max_seq_length.source) == (1024, "train_sft.py:11")  # the default
+    # TRL's first PPOTrainer(config, model, ...) and a parquet folder given as data_dir
+    legacy = write(tmp_path, "p/ppo.py", """
+        from datasets import load_dataset
+        from trl import AutoModelForCausalLMWithValueHead, PPOConfig, PPOTrainer
+
+        data_folder = "/data/imdb/plain_text"
+        imdb = load_dataset(path="parquet", data_dir=data_folder, data_files={"train": "train-0.parquet"})
+        model = AutoModelForCausalLMWithValueHead.from_pretrained("/models/gemma-2b-it")
+        config = PPOConfig(batch_size=1, mini_batch_size=1)
+        ppo_trainer = PPOTrainer(config, model, ref_model=None, tokenizer=None)
+    """)
+    s = analyze(legacy, []).settings
+    assert (s.dataset.value, s.dataset.source) == ("/data/imdb/plain_text", "ppo.py:4")
+    assert s.base_model.value == "/models/gemma-2b-it"

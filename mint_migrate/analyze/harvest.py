@@ -402,6 +402,9 @@ def _calls(src: PySource, own: set[str]) -> list[Stated]:
             continue
         if is_setting_call(call.name) or call.name in KEYWORD_CALLS:
             out += _call_items(src, call)
+            if call.assigned_to:  # `setattr(training_args, "max_length", 512)` after it is built
+                out += [Stated(key, value.value, value.loc, max(value.level, Level.DEFAULT), "keyword", owner=call.name)
+                        for key, value in src.attribute_writes(call.assigned_to) if _plain(value.value)]
         elif (call.name in own or _SAMPLING_WORDS.search(call.name)) and not _in_evaluation(src, call):
             # a loop's own `rollout(..., num_answer_per_question=N)`, an engine's `generate_batch(num_samples=16)`
             out += _call_items(src, call, named_only=True)

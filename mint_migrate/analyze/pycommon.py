@@ -115,6 +115,9 @@ def dataset_id(call: CallSite) -> Value | None:
     # A file-format builder ("json", "parquet", ...) names its files in data_files; any other first
     # argument (a Hub id, a path, or a value we could not read, such as a list) is the dataset itself.
     if first is not None and isinstance(first.value, str) and first.value in {"json", "parquet", "csv", "text", "arrow"}:
+        folder = call.kwarg("data_dir")
+        if folder is not None and isinstance(folder.value, str):  # the files are named relative to it
+            return folder
         node = call.kwarg_node("data_files")
         if isinstance(node, cst.Dict):  # the train entry's own value keeps its own line (a flag's, say)
             entries = {literal_value(e.key): e.value for e in node.elements if isinstance(e, cst.DictElement)}

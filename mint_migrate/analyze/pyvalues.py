@@ -228,6 +228,17 @@ class PySource:
         other = self.own_modules.get(module)
         return (other, original) if other is not None and other is not self else None
 
+    def attribute_writes(self, owner: str) -> list[tuple[str, Value]]:
+        """What the code sets on the object `owner` names after building it (`args.lr = 1e-5`,
+        `setattr(args, "lr", 1e-5)`), in source order: (attribute, value)."""
+        found: list[tuple[int, str, Value | None]] = [
+            (a.line, a.targets[0], self.evaluate(a.value, a.scope)) for a in self.index.attribute_assigns.get(owner, [])]
+        for call in self.calls_named("setattr"):
+            target, key = call.arg_node(0), call.arg(1)
+            if isinstance(target, cst.Name) and target.value == owner and key is not None and isinstance(key.value, str):
+                found.append((call.loc.line, key.value, call.arg(2)))
+        return [(key, value) for _line, key, value in sorted(found, key=lambda f: f[0]) if value is not None]
+
     def used_beyond_print(self, name: str) -> bool:
         """`name` (bound by an import) is used by more than its import and the `print` calls that show it."""
         printed = sum(isinstance(n, cst.Name) and n.value == name
@@ -527,6 +538,16 @@ class PySource:
             return None if default is None else Value(default.value, default.loc, Level.DEFAULT)
         if qual in {"os.path.join", "posixpath.join"} and args and len(args) == len(node.args):
             return self._joined([a.value for a in args], scope, depth, loc)
+        if isinstance(node.func, cst.Attribute) and node.func.attr.value == "get" and 1 <= len(args) <= 2:
+            # `train_conf.get("batch_size", 4)` on the config the script loads: the config's value, else the default
+            key = self.evaluate(args[0].value, scope, depth + 1)
+            ns = self.namespace(node.func.value, scope, depth + 1) if key is not None else None
+            if isinstance(ns, _ConfigNS) and ns.config is not None and isinstance(key.value, str):
+                found = self._ns_value(ns, key.value, depth)
+                if found is not None or len(args) == 1:
+                    return found
+                default = self.evaluate(args[1].value, scope, depth + 1)
+                return None if default is None else Value(default.value, default.loc, Level.DEFAULT)
         if qual == "dict" and not args:
             out, level = {}, Level.CODE
             for arg in node.args:
@@ -768,6 +789,17 @@ class PySource:
         qual = self.qualify(name)
         if short in {"parse_args", "parse_known_args"}:
             return _ArgparseNS()
+        if short == "get" and isinstance(node.func, cst.Attribute) and node.args:
+            # `conf = config.get("sft_training", config.get("training", {}))`: the section, else the default's
+            owner = self.namespace(node.func.value, scope, depth + 1)
+            key = self.evaluate(node.args[0].value, scope, depth + 1)
+            if isinstance(owner, _ConfigNS) and owner.config is not None and key is not None:
+                section = f"{owner.prefix}{key.value}"
+                if owner.config.under(section):
+                    return _ConfigNS(owner.config, section + ".")
+                if len(node.args) > 1:
+                    return self.namespace(node.args[1].value, scope, depth + 1)
+            return None
         if short in _PARSE_METHODS:
             classes = self._parser_classes(node.func, scope)
             if classes:

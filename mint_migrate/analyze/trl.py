@@ -258,6 +258,8 @@ def _python(project: Project, f: InputFile, ev: Evidence, fields: list[tuple[str
         if base:
             for key, value in call.kwargs().items():
                 fields.append((key, value))
+            if call.assigned_to:  # then `args.max_length = 512` / `setattr(args, "max_length", 512)`: said last
+                fields += src.attribute_writes(call.assigned_to)
             if base in CONFIGS:
                 ev.construct(f"{call.name}(...)", call.loc, _config_target(CONFIGS[base]))
         elif (trainer := trl_class(call.name, TRAINERS)) is not None:
@@ -286,6 +288,9 @@ def _trainer(project: Project, call: CallSite, trainer: str, src: PySource, ev: 
              fields: list[tuple[str, Value]]) -> None:
     ev.construct(f"{call.name}(...)", call.loc, _trainer_target(TRAINERS[trainer]))
     model = call.kwarg_node("model") or call.arg_node(0)
+    config = src.assigned_call(model, call.scope) if model is not None else None
+    if config is not None and config.name in TRL_CLASSES:  # TRL's first PPOTrainer(config, model, ref, tokenizer)
+        model = call.arg_node(1)
     if model is not None:
         value = src.evaluate(model, call.scope)
         if value is not None and isinstance(value.value, str):
