@@ -197,7 +197,7 @@ def _follow_own_modules(project: Project, entry: InputFile) -> None:
         # `from dpo import DPO`, and the config the run reads (`from config import Config`)
         if "train" in local.lower() or "train" in module.rsplit(".", 1)[-1].lower() \
                 or module.split(".")[0] == "train" or any(c.assigned_to in started for c in calls) \
-                or algorithm_in_name(local) is not None or module.rsplit(".", 1)[-1].lower() in _CONFIG_MODULES:
+                or algorithm_in_name(local) is not None or config_module:
             written = module.replace(".", "/") + ".py"
             found = project.find(written, entry.path.parent) or python_on_disk(project, entry.path.parent, written)
             if found is None and local[:1].isupper():  # `from rlhf.algorithms import SFTTrainer`: a package's

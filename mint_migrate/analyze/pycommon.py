@@ -145,8 +145,8 @@ def dataset_calls(src: PySource) -> list[CallSite]:
     if found:
         return found
     return [c for c in src.calls if c.name in src.functions and ("data" in c.name.lower() or c.name.startswith("load"))
-            and not c.in_evaluation() and isinstance(getattr(c.arg(0), "value", None), str)
-            and _DATA_FILE.search(c.arg(0).value)]
+            and not c.in_evaluation() and isinstance(written := getattr(c.arg(0), "value", None), str)
+            and _DATA_FILE.search(written)]
 
 
 def is_optimizer(name: str) -> bool:
