@@ -80,7 +80,8 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         default=None,
         help="memory for the keys and values of recent prompts, reused by requests that start with one (a "
-        "conversation re-sending its history); 0 turns it off (default 256; built-in models only)",
+        "conversation re-sending its history); 0 turns it off (default 256 on the CPU, off on CUDA, where it was "
+        "not exact; built-in models only)",
     )
     serve.add_argument("--allow-remote", action="store_true", help="allow binding a non-loopback address")
     serve.add_argument(
@@ -138,19 +139,19 @@ def serve(args: argparse.Namespace) -> int:
     from .futures import Worker
 
     worker = Worker()
-    prefix = {} if args.prefix_cache_mb is None else {"prefix_cache_mb": max(0, args.prefix_cache_mb)}
     try:
         engine = worker.call(
-            lambda: Engine(model=args.model, device=args.device, dtype=args.dtype, state_dir=Path(args.state_dir), serve_any_model=args.serve_any_model, threads=args.threads, max_context=args.max_context, **prefix)
+            lambda: Engine(model=args.model, device=args.device, dtype=args.dtype, state_dir=Path(args.state_dir), serve_any_model=args.serve_any_model, threads=args.threads, max_context=args.max_context, prefix_cache_mb=args.prefix_cache_mb)
         )
     except UserError as e:
         print(f"mint-local: {e.message}", file=sys.stderr)
         return 2
     worker.tick = engine.thread_governor.tick if engine.thread_governor else None
+    prefix = f"prefix cache {engine.prefix_cache_mb} MB" if engine.decoder.prefix is not None else "prefix cache off"
     governed = f" (now; up to {engine.thread_governor.ceiling} as other processes leave CPUs free)" if engine.thread_governor else ""
     log(
         f"serving {engine.name} ({engine.arch}, {engine.num_parameters:,} parameters) on {engine.device} "
-        f"{str(engine.dtype).replace('torch.', '')}, {worker.call(torch.get_num_threads)} CPU threads{governed}; state in {engine.store.root}"
+        f"{str(engine.dtype).replace('torch.', '')}, {worker.call(torch.get_num_threads)} CPU threads{governed}, {prefix}; state in {engine.store.root}"
     )
     config = uvicorn.Config(
         create_app(engine, worker, hosted_parity=args.hosted_parity, jwt_auth=args.jwt_auth),

@@ -110,7 +110,7 @@ class Engine:
         serve_any_model: bool = False,
         threads: int | None = None,
         max_context: int | None = None,
-        prefix_cache_mb: int = sampling.PREFIX_CACHE_MB,
+        prefix_cache_mb: int | None = None,
     ) -> None:
         self.store = CheckpointStore(Path(state_dir))
         self.serve_any_model = serve_any_model
@@ -143,7 +143,8 @@ class Engine:
         # Requests share attention batches only where the kernels are known to compute each
         # batch row on its own (the built-in model on the CPU); see sampling.py.
         self._merge_cohorts = builtin and self.device.type == "cpu"
-        self.decoder = self.new_decoder(prefix_cache_bytes=prefix_cache_mb << 20)
+        self.prefix_cache_mb = _pick_prefix_cache_mb(prefix_cache_mb, self.device)
+        self.decoder = self.new_decoder(prefix_cache_bytes=self.prefix_cache_mb << 20)
         self.groups = _linear_module_groups(self.model)
         self.eos_ids = _eos_ids(self.path, config)
         self._tokenizer = None
@@ -741,6 +742,16 @@ def _pick_dtype(dtype: str, device: torch.device) -> torch.dtype:
     if dtype not in DTYPES:
         raise UserError(f"--dtype {dtype!r}: use auto, {' or '.join(DTYPES)}")
     return DTYPES[dtype]
+
+
+def _pick_prefix_cache_mb(asked: int | None, device: torch.device) -> int:
+    """Memory for the prefix cache: what was asked, else 256 MB on the CPU and none on CUDA. On
+    an H200 (bench/RESULTS.md, Dec 4) a conversation sampled with the cache did not match the
+    same conversation without it, bit for bit, and re-sending a history was no faster than fresh
+    prompts (0.64x): the exactness the CPU path proves is not proven there, so reuse is opt-in."""
+    if asked is not None:
+        return max(0, asked)
+    return sampling.PREFIX_CACHE_MB if device.type == "cpu" else 0
 
 
 def _pick_device(device: str) -> torch.device:

@@ -27,7 +27,8 @@ the batch (see `Qwen3ForCausalLM.forward_packed`). Requests admitted in the same
 prompts of the same length share one attention call (a cohort); CPU attention on one thread
 computes each batch row independently (on more threads it does not: a row's floats depend on
 its place in the batch), so decode steps attend on one thread and that is exact too. Models
-loaded with transformers, and CUDA, keep one attention batch per request (`merge=False`): there we cannot vouch for the kernels.
+loaded with transformers, and CUDA, keep one attention batch per request (`merge=False`): there we cannot vouch for the kernels
+(on an H200 a prefix-cached conversation differed from an uncached one, so CUDA's prefix cache is opt-in).
 """
 
 from __future__ import annotations

@@ -295,6 +295,18 @@ def test_max_context_of_a_model_folder_can_only_be_lowered(tmp_path):
         _pick_max_context(4096, 2048, False, tmp_path)
 
 
+def test_prefix_cache_is_opt_in_on_cuda_where_its_exactness_is_not_proven():
+    import torch
+
+    from mint_local.engine import _pick_prefix_cache_mb
+    from mint_local.sampling import PREFIX_CACHE_MB
+
+    assert _pick_prefix_cache_mb(None, torch.device("cpu")) == PREFIX_CACHE_MB
+    assert _pick_prefix_cache_mb(None, torch.device("cuda")) == 0
+    assert _pick_prefix_cache_mb(512, torch.device("cuda")) == 512
+    assert _pick_prefix_cache_mb(-1, torch.device("cpu")) == 0
+
+
 def test_image_chunks_get_a_clear_400(sc, mint_local_server, tokens):
     image = mint.types.ImageChunk(data=b"\x89PNG fake", format="png")
     tc = new_client(sc, mint_local_server)
