@@ -956,3 +956,78 @@ def test_a_trl_config_set_after_it_is_built_and_one_read_from_config_sections(tm
     s = analyze(legacy, []).settings
     assert (s.dataset.value, s.dataset.source) == ("/data/imdb/plain_text", "ppo.py:4")
     assert s.base_model.value == "/models/gemma-2b-it"
+
+
+def test_a_module_launch_alone_a_data_file_read_by_hand_and_a_usage_comment_before_main(tmp_path):
+    # `python -m pkg.train_rl` with dotted flags, the module not given: the flags are the plan, as a
+    # script's would be (an RL loop's train_batch_size counts prompts; `*_prompt_length` is the limit)
+    launcher = write(tmp_path, "l/run_rl.sh", """
+        export TOKENIZERS_PARALLELISM=false
+        python -m mylab.rl.train_rl \\
+            --model.name_or_path "Qwen/Qwen2.5-1.5B-Instruct" \\
+            --data.dataset_name "openai/gsm8k" \\
+            --batch.train_batch_size 32 \\
+            --gen.query_prompt_length 384 \\
+            --gen.max_new_tokens 256 \\
+            --grpo.group_size 8 \\
+            --grpo.lr 1e-6
+    """)
+    plan = analyze(launcher, [])
+    assert (plan.framework, plan.algorithm) == ("pytorch", "grpo")
+    assert plan.warnings and any("mylab.rl.train_rl" in w.message for w in plan.warnings)
+    s = plan.settings
+    assert (s.global_batch_size.value, s.global_batch_size.source) == (32, "run_rl.sh:5")
+    assert (s.max_prompt_length.value, s.max_prompt_length.source) == (384, "run_rl.sh:6")
+    assert (s.num_generations.value, s.learning_rate.value) == (8, 1e-6)
+    # too little stated to plan from: still refused, with what to pass
+    bare = write(tmp_path, "b/run.sh", "python -m mylab.train --seed 1\n")
+    with pytest.raises(MintMigrateError, match="pass the training script it runs with --config"):
+        analyze(bare, [])
+    # rows read from a JSON file by hand (no datasets loader): the file is the dataset; a config
+    # file or an evaluation file opened the same way is not
+    sft = write(tmp_path, "s/sft.py", """
+        import json
+        from datasets import Dataset
+        from trl import SFTConfig, SFTTrainer
+
+        with open("ds_config.json") as f:
+            ds_config = json.load(f)
+        with open("data/qa_pairs.jsonl", "r") as f:
+            rows = [json.loads(line) for line in f]
+        with open("eval_rows.json") as f:
+            held_out = json.load(f)
+        SFTTrainer(model="Qwen/Qwen2.5-0.5B", args=SFTConfig(output_dir="o"),
+                   train_dataset=Dataset.from_list(rows)).train()
+    """)
+    s = analyze(sft, []).settings
+    assert (s.dataset.value, s.dataset.source) == ("data/qa_pairs.jsonl", "sft.py:7")
+    # a launch quoted in a comment above `def main`, after set-up commands on the same line: it runs
+    # this file, so its overrides are the example's values; a comment naming another script is not
+    loop = write(tmp_path, "t/recipes/weighted_sft.py", """
+        import chz
+        import tinker
+        from tinker_cookbook.supervised.data import conversation_to_datum
+
+        @chz.chz
+        class Config:
+            model_name: str = "Qwen/Qwen3-8B"
+            learning_rate: float = 1e-4
+            lora_rank: int = 32
+
+        # python recipes/eval.py model_name=Qwen/Qwen3-4B
+        # cd repo && conda activate env; python recipes/weighted_sft.py model_name=Qwen/Qwen3-30B-A3B lora_rank=16
+        def main(config: Config):
+            client = tinker.ServiceClient().create_lora_training_client(base_model=config.model_name, rank=config.lora_rank)
+            rows = [conversation_to_datum(m, None, 512, None) for m in []]
+
+            def weighted_nll(data, logprobs):
+                return -sum((lp * 1.0).sum() for lp in logprobs), {}
+
+            client.forward_backward_custom(rows, weighted_nll).result()
+            client.optim_step(tinker.AdamParams(learning_rate=config.learning_rate)).result()
+    """)
+    plan = analyze(loop, [])
+    # a custom loss over supervised rows, nothing sampled: supervised fine-tuning
+    assert (plan.framework, plan.algorithm) == ("tinker", "sft")
+    assert (plan.settings.base_model.value, plan.settings.base_model.source) == ("Qwen/Qwen3-30B-A3B", "weighted_sft.py:12")
+    assert plan.settings.lora.value.rank == 16

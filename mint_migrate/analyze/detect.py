@@ -166,13 +166,13 @@ def _from_shell(project: Project, primary: InputFile) -> Detected:
             for analyzer in analyzers():
                 if analyzer.detect_config(y.yaml.keys()):
                     return Detected(analyzer.name, command.loc)
+        stated = len([a for a in command.args if a.value is not None or a.raw]) + len(project.yamls())
+        if stated >= _ENOUGH_TO_PLAN:  # `python -m project.train_rl --lr ...`: the flags are the plan
+            return _guess(project, command.loc, f"{command.loc} runs {command.target}, which was not given and "
+                          f"was not found beside {primary.label} or in the folders above it: the plan is read from "
+                          f"the launch's flags and the configs given alone. Pass it with --config {command.target} "
+                          "to read the training code")
         if command.script:
-            stated = len([a for a in command.args if a.value is not None or a.raw]) + len(project.yamls())
-            if stated >= _ENOUGH_TO_PLAN:
-                return _guess(project, command.loc, f"{command.loc} runs {command.script}, which was not given and "
-                              f"was not found beside {primary.label} or in the folders above it: the plan is read from "
-                              f"the launch's flags and the configs given alone. Pass it with --config {command.script} "
-                              "to read the training code")
             raise MintMigrateError(
                 f"{command.loc}: the command runs {command.script}, which was not given and was not found next to "
                 f"{primary.label}; pass it with --config {command.script}."

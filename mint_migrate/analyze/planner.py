@@ -210,7 +210,10 @@ def _fill_from_harvest(ev: Evidence, stated: list[Stated], reserved: tuple[str, 
     # names no per-device share can have (a bare batch_size can), in a loop of the source's own (a trainer
     # library's global batch counts completions: per-device x accumulation x devices, which prompts only feed)
     if own_loop and ev.best("global_batch_size") is None and ev.best("per_device_batch_size") is None:
-        best = by_leaf(_GLOBAL_BATCH_NAMES, lambda v: _usable("global_batch_size", v))
+        # an RL loop's `train_batch_size` counts prompts per step, as verl's and OpenRLHF's do; an SFT or
+        # reward-model launcher's is often HF's per-device batch under a shorter name
+        names = _GLOBAL_BATCH_NAMES + (("train_batch_size",) if rl else ())
+        best = by_leaf(names, lambda v: _usable("global_batch_size", v))
         if best is not None:
             ev.setting("global_batch_size", best)
 

@@ -138,15 +138,30 @@ def dataset_id(call: CallSite) -> Value | None:
 _DATA_FILE = re.compile(r"\.(jsonl?|parquet|csv|tsv|arrow)$")
 
 
+# Files a script opens that hold no training rows: its configs, tokenizer files, held-out splits.
+_NOT_TRAINING_DATA = re.compile(r"config|deepspeed|(^|[/_.-])(ds|zero\d?)[_.-]|tokenizer|vocab|special_tokens|"
+                                r"(^|[/_.-])(eval|val|valid|validation|test|dev|results?|metrics|output)s?([/_.-]|$)", re.I)
+
+
 def dataset_calls(src: PySource) -> list[CallSite]:
     """The calls that load the training data: datasets' loaders, else a loader of the project's own
-    handed a data file (`load_data("./data/train.json")`)."""
+    handed a data file (`load_data("./data/train.json")`), else a data file read by hand
+    (`with open("train.json") as f: data = json.load(f)`, `pd.read_json("train.jsonl")`)."""
     found = src.calls_named("load_dataset", "load_from_disk")
     if found:
         return found
-    return [c for c in src.calls if c.name in src.functions and ("data" in c.name.lower() or c.name.startswith("load"))
-            and not c.in_evaluation() and isinstance(written := getattr(c.arg(0), "value", None), str)
-            and _DATA_FILE.search(written)]
+
+    def data_file(call: CallSite) -> bool:
+        written = getattr(call.arg(0), "value", None)
+        return not call.in_evaluation() and isinstance(written, str) and _DATA_FILE.search(written) is not None
+
+    own = [c for c in src.calls if c.name in src.functions and ("data" in c.name.lower() or c.name.startswith("load"))
+           and data_file(c)]
+    if own:
+        return own
+    return [c for c in src.calls if c.name in ("open", "read_json", "read_csv", "read_parquet") and data_file(c)
+            and not _NOT_TRAINING_DATA.search(c.arg(0).value)
+            and str(getattr(c.kwarg("mode") or c.arg(1), "value", "r")).startswith("r")]
 
 
 def is_optimizer(name: str) -> bool:

@@ -103,7 +103,7 @@ def _named_algorithm(project: Project, ev: Evidence) -> None:
     missing = [c for c, script in project.launches if (c.script or c.module) and script is None]
     if missing and vote_by_values(command_flags(missing[0]), ev):  # `--task_type dpo`
         return
-    names = [(PurePosixPath(c.script).stem, c.loc) for c in missing if c.script]
+    names = [(c.target_parts[-1], c.loc) for c in missing]
     names += [(f.path.stem, Loc(f.label, 1)) for f in project.files if f.python or f.shell]
     names += [(c.name, c.loc) for f in project.pythons() for c in trainer_runs(f.python)]
     names += [(f.path.stem, Loc(f.label, 1)) for f in project.yamls()]  # `loss/dpo.yaml`
@@ -113,9 +113,15 @@ def _named_algorithm(project: Project, ev: Evidence) -> None:
             ev.vote(algorithm, loc, f"named for it: {name}", 1)
             return
     if missing:  # the flags it is handed (`--critic_model_name_or_path`), then the folders it lives in
-        vote_by_keys({a.name for a in missing[0].flags()}, missing[0].loc, ev)
+        flags = {a.name for a in missing[0].flags()}
+        vote_by_keys(flags | {name.rsplit(".", 1)[-1] for name in flags}, missing[0].loc, ev)
         if ev.algorithm() is not None and ev.algorithm().weight > 0:
             return
+        for section in sorted({part for name in flags for part in name.split(".")[:-1]}):
+            algorithm = algorithm_in_name(section)
+            if algorithm is not None:  # `--grpo_config.group_size 16`: the settings are filed under it
+                ev.vote(algorithm, missing[0].loc, f"its flags are filed under {section}", 1)
+                return
         launcher = project.primary.path
         for folder in [*PurePosixPath(missing[0].script or "").parent.parts[::-1], *launcher.parent.parts[::-1][:4]]:
             algorithm = algorithm_in_name(folder)

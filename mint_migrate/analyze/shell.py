@@ -1756,10 +1756,10 @@ def commands_in_text(text: str, label: str, first_line: int, level: Level = Leve
     while i < len(lines):
         line = lines[i].lstrip("# ").rstrip() if lines[i].lstrip().startswith("#") else lines[i]
         m = _LAUNCH_START.match(line)
-        if not m:
+        if not m and not _chained_launch(line):
             i += 1
             continue
-        block, start = [m.group(1)], i
+        block, start = [m.group(1) if m else line.strip()], i
         while block[-1].rstrip().endswith("\\") and i + 1 < len(lines):
             i += 1
             nxt = lines[i]
@@ -1771,6 +1771,12 @@ def commands_in_text(text: str, label: str, first_line: int, level: Level = Leve
             continue
         commands.extend(script.commands)
     return commands
+
+
+def _chained_launch(line: str) -> bool:
+    """`source .bashrc; conda activate env; python train.py lr=1e-4`: a launch after set-up commands
+    on one line (the set-up commands are no launches; the parser keeps only the launch)."""
+    return any(_LAUNCH_START.match(line[m.end():]) for m in re.finditer(r";|&&", line))
 
 
 def _literal(word: Word) -> str | None:

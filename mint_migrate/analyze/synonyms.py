@@ -52,7 +52,7 @@ _NAMES: dict[str, Meaning] = {
         "max_seq_length": "max_length max_seq_length max_len seq_len cutoff_len model_max_length max_seq_len "
                           "max_sequence_length context_length seq_length",
         "max_prompt_length": "max_prompt_length prompt_max_len max_prompt_len max_req_tokens max_prompt_tokens "
-                             "max_input_length source_max_len max_source_length max_prompt_seq_len",
+                             "max_input_length source_max_len max_source_length max_prompt_seq_len prompt_length",
         "max_response_length": "max_response_length max_completion_length generate_max_len max_new_tokens "
                                "max_tokens response_length max_res_tokens max_gen_len max_generation_length "
                                "target_max_len max_response_len max_target_length max_answer_seq_len",
@@ -216,6 +216,8 @@ _PER_PROMPT = re.compile(r"^(num_|n_)?(answers?|responses?|completions?|generati
                          r"_per_(question|prompt|problem|query|input|instance|example|task)s?$")
 # Data paths named for the run they feed: `grpo_data_path`, `rm_data_path`, `sft_train_file`.
 _DATA_PATH = re.compile(r"^[a-z0-9]+_(train_)?(data|dataset)_(path|file|dir|files|paths)$|^[a-z0-9]+_train_(file|path)s?$")
+# A prompt's length limit by another name: `model_prompt_length`, `train_prompt_len` (not a minimum).
+_PROMPT_LIMIT = re.compile(r"^(?!min_)([a-z0-9]+_)?prompt_(length|len)$")
 _HELD_OUT = re.compile(r"(^|_)(eval|val|valid|validation|test|dev)(_|$)")
 _SERVER_PREFIX = re.compile(r"(^|[._])(ray_init|ray_kwargs|vllm|sglang|fsdp_config|fsdp|megatron|deepspeed|"
                             r"zero_optimization|nccl|cluster|resources|slurm|accelerate|hydra|provisioner)([._]|$)")
@@ -256,6 +258,8 @@ def meaning(key: str, owner: str = "") -> Meaning | None:
             found = _constant_meaning(low)
     if found is None and _PER_PROMPT.match(low):
         found = Meaning("num_generations", "setting")
+    if found is None and _PROMPT_LIMIT.match(low) and not _HELD_OUT.search(low):
+        found = Meaning("max_prompt_length", "setting")
     if found is None and _DATA_PATH.match(low) and not _HELD_OUT.search(low):
         found = Meaning("dataset", "setting")  # `grpo_data_path`, `sft_train_file`: the run's data by another name
     lora_call = any(word in (prefix + owner.lower()) for word in ("lora", "peft", "adapter"))

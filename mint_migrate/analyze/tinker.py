@@ -230,8 +230,12 @@ def _calls(src: PySource, ev: Evidence) -> None:
                 if loss.value in LOSSES:
                     ev.vote(LOSSES[loss.value], loss.loc, f"forward_backward(loss_fn='{loss.value}')", 2)
         elif name == "forward_backward_custom":
-            ev.vote("dpo" if _mentions(src, ("logsigmoid", "dpo", "chosen")) else "other", call.loc,
-                    "forward_backward_custom with a pairwise loss", 2)
+            if _mentions(src, ("logsigmoid", "dpo", "chosen")):
+                ev.vote("dpo", call.loc, "forward_backward_custom with a pairwise loss", 2)
+            elif _supervised_rows(src):
+                ev.vote("sft", call.loc, "forward_backward_custom on supervised examples the loop does not sample", 2)
+            else:
+                ev.vote("other", call.loc, "forward_backward_custom with a loss of the script's own", 2)
             ev.construct("forward_backward_custom(data, loss_fn)", call.loc,
                          "same call on MinT; .result() on the APIFuture it returns",
                          "loss_fn_inputs may hold only target_tokens and weights on 0.22")
@@ -347,6 +351,18 @@ def _blueprint(src: PySource, call: CallSite, ev: Evidence) -> None:
             ev.setting(setting, src.evaluate(element.value, call.scope))
         elif key is not None and key.value == "loss_fn":
             ev.extra("loss_fn", src.evaluate(element.value, call.scope))
+
+
+# The cookbook's and the SDK's builders of supervised rows (prompt and target tokens, weights).
+_SUPERVISED_BUILDERS = ("conversation_to_datum", "build_supervised_example", "datum_from_tokens_weights",
+                        "datum_from_model_input_weights")
+
+
+def _supervised_rows(src: PySource) -> bool:
+    """A custom loss over rows a supervised builder made, with nothing sampled to train on: a
+    supervised objective of the script's own (a weighted or contrastive log-likelihood)."""
+    sampled = any(c.name.removesuffix("_async") == "sample" and not c.in_evaluation() for c in src.calls)
+    return not sampled and any(c.name in _SUPERVISED_BUILDERS for c in src.calls)
 
 
 def _mentions(src: PySource, words: tuple[str, ...]) -> bool:

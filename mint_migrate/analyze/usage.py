@@ -1,7 +1,10 @@
 """Usage commands a script quotes about itself: the launch command in its module docstring, in a
-usage string at the top level, or in the comment block at its top (`python sft.py
---learning_rate 2e-5 ...`). Their flags are read at the EXAMPLE level: below the real command line
-and config files, above the script's own defaults."""
+usage string at the top level, in the comment block at its top (`python sft.py
+--learning_rate 2e-5 ...`), or in a comment before a top-level statement that runs this very file
+(`# python recipes/sl_loop.py model_name=Qwen/Qwen3-32B` above `def main`). Their flags are read at
+the EXAMPLE level: below the real command line and config files, above the script's own defaults."""
+
+from pathlib import PurePosixPath
 
 import libcst as cst
 
@@ -31,4 +34,18 @@ def usage_commands(src: PySource) -> list[Command]:
                 # a plain string's `\\` is one backslash: `python train.py \\` continues on the next line
                 text = text.replace("\\\\", "\\")
             commands += commands_in_text(text, src.label, src.line(expr.value))
+    # comments further down name many commands (a helper's, an evaluation's): only those that run this file
+    for statement in module.body:
+        comments = [(k, line.comment.value) for k, line in enumerate(statement.leading_lines) if line.comment]
+        if not comments or statement is module.body[0]:
+            continue
+        first = src.line(statement) - len(statement.leading_lines)
+        for k, comment in comments:
+            commands += [c for c in commands_in_text(comment, src.label, first + k) if _runs_this_file(c, src.label)]
     return commands
+
+
+def _runs_this_file(command: Command, label: str) -> bool:
+    me = PurePosixPath(label)
+    target = command.target_parts
+    return target[-1] == me.stem and (bool(command.module) or PurePosixPath(command.target).name == me.name)
