@@ -1031,3 +1031,74 @@ def test_a_module_launch_alone_a_data_file_read_by_hand_and_a_usage_comment_befo
     assert (plan.framework, plan.algorithm) == ("tinker", "sft")
     assert (plan.settings.base_model.value, plan.settings.base_model.source) == ("Qwen/Qwen3-30B-A3B", "weighted_sft.py:12")
     assert plan.settings.lora.value.rank == 16
+
+
+def test_a_fallback_path_a_get_chain_a_classic_ppo_step_loop_and_a_field_set_before_use(tmp_path):
+    # the data file from a `.get` chain on the loaded YAML; a fallback the machine's disk decides is
+    # not what the script asks for
+    write(tmp_path, "c/run.yaml", """
+        model:
+          name_or_path: Qwen/Qwen2.5-0.5B-Instruct
+        sft:
+          data_file: data/pairs.jsonl
+    """)
+    script = write(tmp_path, "c/train_sft.py", """
+        import os
+        import yaml
+        from datasets import load_dataset
+        from trl import SFTConfig, SFTTrainer
+
+        config = yaml.safe_load(open("run.yaml"))
+        data_file = config.get("sft", {}).get("data_file", "pairs.json")
+        if not os.path.exists(data_file):
+            data_file = "backup.jsonl"
+        rows = load_dataset("json", data_files=data_file, split="train")
+        SFTTrainer(model=config["model"]["name_or_path"], args=SFTConfig(output_dir="o"), train_dataset=rows).train()
+    """)
+    s = analyze(script, [tmp_path / "c/run.yaml"]).settings
+    assert (s.dataset.value, s.dataset.source) == ("data/pairs.jsonl", "run.yaml:4")
+    # classic TRL PPO stepped by hand: the loop's bound is the step count, mini_batch_size the
+    # per-device batch
+    ppo = write(tmp_path, "p/ppo_loop.py", """
+        from trl import AutoModelForCausalLMWithValueHead, PPOConfig, PPOTrainer
+
+        TRAIN_STEPS = 40
+        model = AutoModelForCausalLMWithValueHead.from_pretrained("gpt2")
+        settings = {"mini_batch_size": 2, "batch_size": 8, "learning_rate": 1.4e-5}
+        trainer = PPOTrainer(PPOConfig(**settings), model, ref_model=None, tokenizer=None)
+        for it in range(TRAIN_STEPS):
+            queries, responses, rewards = [], [], []
+            trainer.step(queries, responses, rewards)
+    """)
+    plan = analyze(ppo, [])
+    assert plan.algorithm == "ppo"
+    assert (plan.settings.max_steps.value, plan.settings.max_steps.source) == (40, "ppo_loop.py:3")
+    assert (plan.settings.per_device_batch_size.value, plan.settings.per_device_batch_size.source) == (2, "ppo_loop.py:5")
+    # a parsed field overwritten before it is used: the overwrite, which here is computed (unknown),
+    # not the field's default
+    lora = write(tmp_path, "l/train.py", """
+        from dataclasses import dataclass
+        from peft import LoraConfig
+        from transformers import HfArgumentParser
+        from trl import GRPOConfig, GRPOTrainer
+
+        @dataclass
+        class LoraArgs:
+            modules: str = "all"
+            rank: int = 32
+            alpha: int = 64
+
+        def linear_names(model):
+            return [n for n, _ in model.named_modules()]
+
+        def main():
+            lora_args, args = HfArgumentParser((LoraArgs, GRPOConfig)).parse_args_into_dataclasses()
+            model = "Qwen/Qwen2.5-0.5B"
+            lora_args.modules = linear_names(model)
+            peft = LoraConfig(target_modules=lora_args.modules, r=lora_args.rank, lora_alpha=lora_args.alpha)
+            GRPOTrainer(model=model, reward_funcs=[], args=args, peft_config=peft, train_dataset=None).train()
+
+        main()
+    """)
+    s = analyze(lora, []).settings
+    assert (s.lora.value.rank, s.lora.value.alpha, s.lora.value.target_modules) == (32, 64, None)

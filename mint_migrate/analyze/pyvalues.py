@@ -114,6 +114,16 @@ class CallSite(Call):
 _ARGS_PARAMS = {"args", "opt", "opts", "arguments", "cli_args", "parsed_args", "flags", "hparams"}
 
 
+# Tests of what is on disk (`os.path.exists(p)`, `Path(p).is_file()`): an assignment under one is a
+# fallback for a machine's state, not the setting the script states.
+_FILESYSTEM_TESTS = ("exists", "isfile", "isdir", "is_file", "is_dir", "access")
+
+
+def _on_the_filesystem(guards: tuple[tuple[cst.BaseExpression, bool], ...]) -> bool:
+    return any(isinstance(n, cst.Call) and (dotted_name(n.func) or "").rsplit(".", 1)[-1] in _FILESYSTEM_TESTS
+               for test, _holds in guards for n in iter_nodes(test))
+
+
 @dataclass
 class _ArgparseNS:
     pass
@@ -517,11 +527,22 @@ class PySource:
         return Value(value, loc, min(left.level, right.level))
 
     def _call_value(self, node: cst.Call, scope: Scope, depth: int, loc: Loc) -> Value | None:
+        args = [a for a in node.args if a.keyword is None and not a.star]
+        if isinstance(node.func, cst.Attribute) and node.func.attr.value == "get" and 1 <= len(args) <= 2:
+            # `train_conf.get("batch_size", 4)` on the config the script loads, also down a chain
+            # (`config.get("sft", {}).get("output_file", "data.json")`): the config's value, else the default
+            key = self.evaluate(args[0].value, scope, depth + 1)
+            ns = self.namespace(node.func.value, scope, depth + 1) if key is not None else None
+            if isinstance(ns, _ConfigNS) and ns.config is not None and isinstance(key.value, str):
+                found = self._ns_value(ns, key.value, depth)
+                if found is not None or len(args) == 1:
+                    return found
+                default = self.evaluate(args[1].value, scope, depth + 1)
+                return None if default is None else Value(default.value, default.loc, Level.DEFAULT)
         name = dotted_name(node.func)
         if name is None:
             return None
         qual = self.qualify(name)
-        args = [a for a in node.args if a.keyword is None and not a.star]
         # `os.path.expanduser("~/data")`: only the machine knows the home folder, so the path stays as written
         if qual in {"int", "float", "str", "bool", "Path", "pathlib.Path", "os.path.expanduser",
                     "os.path.expandvars"} and len(args) == 1:
@@ -538,16 +559,6 @@ class PySource:
             return None if default is None else Value(default.value, default.loc, Level.DEFAULT)
         if qual in {"os.path.join", "posixpath.join"} and args and len(args) == len(node.args):
             return self._joined([a.value for a in args], scope, depth, loc)
-        if isinstance(node.func, cst.Attribute) and node.func.attr.value == "get" and 1 <= len(args) <= 2:
-            # `train_conf.get("batch_size", 4)` on the config the script loads: the config's value, else the default
-            key = self.evaluate(args[0].value, scope, depth + 1)
-            ns = self.namespace(node.func.value, scope, depth + 1) if key is not None else None
-            if isinstance(ns, _ConfigNS) and ns.config is not None and isinstance(key.value, str):
-                found = self._ns_value(ns, key.value, depth)
-                if found is not None or len(args) == 1:
-                    return found
-                default = self.evaluate(args[1].value, scope, depth + 1)
-                return None if default is None else Value(default.value, default.loc, Level.DEFAULT)
         if qual == "dict" and not args:
             out, level = {}, Level.CODE
             for arg in node.args:
@@ -628,6 +639,10 @@ class PySource:
                 continue
             # an assignment in an `if` branch the inputs switch off (`if ddp:` on one process) never ran
             before = [a for a in candidates if a.line <= use_line and not (a.guards and self.switched_off(a.guards, a.scope))]
+            # `if not os.path.exists(path): path = "fallback.jsonl"`: the machine decides; the value
+            # the script states first is the one it asks for
+            stated = [a for a in before if not _on_the_filesystem(a.guards)]
+            before = stated or before
             chosen = before[-1] if (before and s is scope) else candidates[-1]
             return ("assign", chosen, s)
         return None
@@ -667,6 +682,14 @@ class PySource:
     def _member(self, node: cst.Attribute | cst.Subscript, scope: Scope, depth: int) -> Value | None:
         if isinstance(node, cst.Attribute):
             base, key = node.value, node.attr.value
+            if isinstance(base, cst.Name) and base.value not in {"self", "cls"}:
+                # `lora_args.target_model = find_all_linear_names(model)` before the use: what was set
+                # there, not the field's default (unknown when the code computes it)
+                use = self.line(node)
+                writes = [a for a in self.index.attribute_assigns.get(base.value, [])
+                          if a.targets == (key,) and a.scope is scope and not a.guards and a.line < use]
+                if writes:
+                    return self.evaluate(writes[-1].value, scope, depth + 1)
         else:
             if len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index):
                 return None

@@ -44,7 +44,7 @@ from mint_migrate.analyze.task import (
     schedule_from,
 )
 from mint_migrate.plan import Algorithm, RewardPlan, ScaffoldKind, Settings
-from mint_migrate.pyindex import dotted_name, literal_value
+from mint_migrate.pyindex import dotted_name, iter_nodes, literal_value
 
 TRAINERS: dict[str, Algorithm] = {
     "SFTTrainer": "sft", "DPOTrainer": "dpo", "GRPOTrainer": "grpo", "PPOTrainer": "ppo",
@@ -273,6 +273,29 @@ def _python(project: Project, f: InputFile, ev: Evidence, fields: list[tuple[str
     if loads:
         ev.setting("dataset", dataset_id(loads[0]))
         ev.construct(f"{loads[0].name}(...)", loads[0].loc, "JSONL rows passed with --data", None)
+    _step_loop(src, ev)
+
+
+def _step_loop(src: PySource, ev: Evidence) -> None:
+    """Classic TRL PPO driven by hand, `for i in range(steps): ... ppo_trainer.step(queries, responses,
+    rewards)`: one optimisation step per pass, so the loop's bound is the run's step count."""
+    trainers = {c.node.func.value.value for c in src.calls
+                if c.name == "step" and isinstance(c.node.func, cst.Attribute) and isinstance(c.node.func.value, cst.Name)
+                and (made := src.assigned_call(c.node.func.value, c.scope)) is not None
+                and trl_class(made.name, TRAINERS) is not None}
+    if not trainers:
+        return
+    for node in iter_nodes(src.module):
+        if not (isinstance(node, cst.For) and isinstance(node.iter, cst.Call) and dotted_name(node.iter.func) == "range"
+                and node.iter.args):
+            continue
+        if any(isinstance(n, cst.Call) and dotted_name(n.func) in {f"{t}.step" for t in trainers}
+               for n in iter_nodes(node.body)):
+            scope = next((sc for _t, it, sc, _loc in src.loops if it is node.iter), None)
+            bound = src.evaluate(node.iter.args[-1].value if len(node.iter.args) == 1 else node.iter.args[1].value, scope)
+            if bound is not None and (as_int(bound.value) or 0) > 0:
+                ev.setting("max_steps", bound)
+            return
 
 
 def _made_here(project: Project, node: cst.Name, src: PySource, scope) -> bool:
@@ -392,6 +415,8 @@ def _apply_fields(fields: list[tuple[str, Value | None]], algorithm: Algorithm, 
             continue  # in TRL's PPO it only loads the tokenizer
         elif name == "max_steps" and (as_int(value.value) or 0) <= 0:
             continue  # -1: "not set", train by epochs
+        elif name == "mini_batch_size" and algorithm == "ppo":
+            ev.setting("per_device_batch_size", value)  # classic PPOConfig: the batch of one forward/backward
         elif name == "beta" and algorithm != "distillation":  # GKD's beta interpolates its JSD: neither
             ev.setting("kl_coef" if algorithm in {"grpo", "reinforce", "ppo"} else "beta", value)
         elif name == "reward_funcs":
