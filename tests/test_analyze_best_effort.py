@@ -1102,3 +1102,34 @@ def test_a_fallback_path_a_get_chain_a_classic_ppo_step_loop_and_a_field_set_bef
     """)
     s = analyze(lora, []).settings
     assert (s.lora.value.rank, s.lora.value.alpha, s.lora.value.target_modules) == (32, 64, None)
+
+
+def test_a_dataset_class_of_the_projects_and_per_device_batches_by_other_names(tmp_path):
+    # the project's own Dataset class handed a data file: that file is the dataset
+    script = write(tmp_path, "d/train_dpo.py", """
+        from torch.utils.data import Dataset
+        from trl import DPOConfig, DPOTrainer
+
+        class PairsDataset(Dataset):
+            def __init__(self, path, tokenizer=None):
+                self.rows = open(path).read().splitlines()
+
+        rows = PairsDataset("corpus/pairs_1k.json", tokenizer=None)
+        DPOTrainer(model="Qwen/Qwen2.5-0.5B", args=DPOConfig(output_dir="o"), train_dataset=rows).train()
+    """)
+    s = analyze(script, []).settings
+    assert (s.dataset.value, s.dataset.source) == ("corpus/pairs_1k.json", "train_dpo.py:8")
+    # `--batch_size` handed to a wrapper of TRL (which has no global batch) is the per-device batch;
+    # `--micro_batch` and `--batch_size_per_gpu` are per-device batches by their names
+    trl_wrapper = write(tmp_path, "w/run.sh", """
+        BATCH="${BATCH:-4}"
+        python -m lab.trl.sft --model_name_or_path Qwen/Qwen2.5-0.5B --dataset_name trl-lib/Capybara \\
+            --batch_size $BATCH --learning_rate 2e-5
+    """)
+    plan = analyze(trl_wrapper, [])
+    assert plan.framework == "trl"
+    assert (plan.settings.per_device_batch_size.value, plan.settings.per_device_batch_size.source) == (4, "run.sh:1")
+    own = write(tmp_path, "o/run.sh", "python finetune.py --base_model gpt2 --data_path d.json --micro_batch 8 --lr 1e-4\n")
+    assert analyze(own, []).settings.per_device_batch_size.value == 8
+    gpu = write(tmp_path, "g/run.sh", "python run_grpo.py --model Qwen/Qwen3-8B --batch_size_per_gpu 2 --num_generations 4 --lr 1e-6\n")
+    assert analyze(gpu, []).settings.per_device_batch_size.value == 2

@@ -48,7 +48,7 @@ def analyze_inputs(source_path: Path, config_paths: list[Path], confirmed: list[
     voted = ev.algorithm()
     reserved = reader.reserved_names + reader.reserved_in.get(voted.algorithm if voted else "other", ())
     _fill_from_harvest(ev, stated, reserved, unread, "\n".join(f.python.text for f in project.pythons()),
-                       own_loop=reader.own_config)
+                       own_loop=reader.own_config, batch_is_per_device=reader.batch_is_per_device)
     _cite_the_override(ev, stated, unread)
     agent = confirm.apply(confirm.parse_all(confirmed or []), project, ev)
     vote = ev.algorithm()
@@ -149,14 +149,15 @@ def _named_target(project: Project, ev: Evidence) -> None:
 
 
 def _fill_from_harvest(ev: Evidence, stated: list[Stated], reserved: tuple[str, ...], unread: set[int],
-                       code: str = "", own_loop: bool = False) -> None:
+                       code: str = "", own_loop: bool = False, batch_is_per_device: bool = False) -> None:
     """A setting the framework reader did not find, stated once under a name that means it: the
     harvest's value, at its line. Two different values for one setting fill nothing (the reader
     would have to know which one the run uses); nor do names the framework uses for something else
     (`reserved`: OpenRLHF's PPO `max_epochs` is updates per batch), unresolved interpolations, or
     LoRA options when the inputs switch LoRA off, or config keys nothing reads (`unread`: ids). `code`:
     the inputs' Python, where a policy loop's bare `beta` / `eps` must weigh or clip something; `own_loop`:
-    the training loop is the source's own (plain PyTorch or the Tinker SDK), not a trainer library's."""
+    the training loop is the source's own (plain PyTorch or the Tinker SDK), not a trainer library's;
+    `batch_is_per_device`: the framework has no global batch, so a bare `batch_size` is per device."""
     vote = ev.algorithm()
     rl = vote is not None and vote.algorithm in ("grpo", "ppo", "reinforce", "distillation")
     leaves = {s.norm.rsplit(".", 1)[-1]: s.value for s in stated}
@@ -207,6 +208,11 @@ def _fill_from_harvest(ev: Evidence, stated: list[Stated], reserved: tuple[str, 
         best = by_leaf(("eps", "clip"), lambda v: isinstance(v, float) and 0.01 <= v <= 0.5)
         if best is not None:
             ev.setting("clip_ratio", best)
+    # `--batch_size 4` to a TRL wrapper; classic PPO's batch_size is its rollout batch
+    if batch_is_per_device and ev.best("per_device_batch_size") is None and (vote is None or vote.algorithm != "ppo"):
+        best = by_leaf(("batch_size",), lambda v: _usable("per_device_batch_size", v))
+        if best is not None:
+            ev.setting("per_device_batch_size", best)
     # names no per-device share can have (a bare batch_size can), in a loop of the source's own (a trainer
     # library's global batch counts completions: per-device x accumulation x devices, which prompts only feed)
     if own_loop and ev.best("global_batch_size") is None and ev.best("per_device_batch_size") is None:

@@ -144,8 +144,8 @@ _NOT_TRAINING_DATA = re.compile(r"config|deepspeed|(^|[/_.-])(ds|zero\d?)[_.-]|t
 
 
 def dataset_calls(src: PySource) -> list[CallSite]:
-    """The calls that load the training data: datasets' loaders, else a loader of the project's own
-    handed a data file (`load_data("./data/train.json")`), else a data file read by hand
+    """The calls that load the training data: datasets' loaders, else a loader or Dataset class of the
+    project's own handed a data file (`load_data("./data/train.json")`), else a data file read by hand
     (`with open("train.json") as f: data = json.load(f)`, `pd.read_json("train.jsonl")`)."""
     found = src.calls_named("load_dataset", "load_from_disk")
     if found:
@@ -155,8 +155,9 @@ def dataset_calls(src: PySource) -> list[CallSite]:
         written = getattr(call.arg(0), "value", None)
         return not call.in_evaluation() and isinstance(written, str) and _DATA_FILE.search(written) is not None
 
-    own = [c for c in src.calls if c.name in src.functions and ("data" in c.name.lower() or c.name.startswith("load"))
-           and data_file(c)]
+    # a function or Dataset class of the project's (`SFTDataset("data.json", tokenizer=tok)`)
+    own = [c for c in src.calls if (c.name in src.functions or c.name in src.classes or c.name in src.imports)
+           and ("data" in c.name.lower() or c.name.startswith("load")) and data_file(c)]
     if own:
         return own
     return [c for c in src.calls if c.name in ("open", "read_json", "read_csv", "read_parquet") and data_file(c)

@@ -49,6 +49,9 @@ class Analyzer:
     # `yaml.safe_load`), so a key that code never names is never read, and its batch is whatever it
     # draws per step; a framework's trainer reads keys the inputs do not name
     own_config: bool = False
+    # the framework has no global batch setting (TRL's trainers take only a per-device batch): a bare
+    # `batch_size` handed to a wrapper of it is that per-device batch
+    batch_is_per_device: bool = False
     # reads any hand-written loop (the last resort): a file that also imports a framework is that framework's
     generic: bool = False
     # the user's task: (project, ev, algorithm, kind, settings, task) -> None fills task.data, task.reward

@@ -41,7 +41,8 @@ _NAMES: dict[str, Meaning] = {
         "per_device_batch_size": "per_device_train_batch_size micro_train_batch_size micro_batch_size per_device_training_batch_size batch_size_training "
                                  "ppo_micro_batch_size_per_gpu micro_batch_size_per_gpu local_batch_size "
                                  "train_micro_batch_size_per_gpu per_device_batch_size "
-                                 "micro_batch_size_per_device_for_update",
+                                 "micro_batch_size_per_device_for_update micro_batch batch_size_per_gpu "
+                                 "batch_size_per_device per_gpu_train_batch_size per_gpu_batch_size",
         "global_batch_size": "train_batch_size global_batch_size batch_size groups_per_batch rollout_batch_size "
                              "prompts_per_step num_prompts_per_step",
         "gradient_accumulation_steps": "gradient_accumulation_steps grad_accum_steps accumulation_steps "

@@ -693,6 +693,7 @@ ANALYZER = Analyzer(
     defaults=defaults,
     optimizer_defaults=optimizer_defaults,
     reserved_in={"ppo": ("model_name_or_path",)},  # PPO examples load only the tokenizer from it
+    batch_is_per_device=True,
     imports=_IMPORTS,
     detect_python=_shows_trl,
     detect_command=_is_trl_command,
