@@ -1133,3 +1133,7 @@ def test_a_dataset_class_of_the_projects_and_per_device_batches_by_other_names(t
     assert analyze(own, []).settings.per_device_batch_size.value == 8
     gpu = write(tmp_path, "g/run.sh", "python run_grpo.py --model Qwen/Qwen3-8B --batch_size_per_gpu 2 --num_generations 4 --lr 1e-6\n")
     assert analyze(gpu, []).settings.per_device_batch_size.value == 2
+    # run_clm's `--block_size` is the sequence length
+    clm = write(tmp_path, "b/run.sh", "python run_clm.py --model_name_or_path gpt2 --train_file t.txt --block_size 1024 "
+                "--per_device_train_batch_size 2 --learning_rate 5e-5\n")
+    assert analyze(clm, []).settings.max_seq_length.value == 1024

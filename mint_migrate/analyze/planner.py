@@ -123,7 +123,7 @@ _BETA_WEIGHS = re.compile(r"\bbeta\s*\*|\*\s*(\w+\.)*beta\b")
 _KL_BETA_CONFIGS = re.compile(r"\b(GRPOConfig|RLOOConfig)\b")
 _EPS_CLIPS = re.compile(r"\b1\s*[-+]\s*(\w+\.)*(eps|clip)\b")
 _GLOBAL_BATCH_NAMES = ("global_batch_size", "prompts_per_step", "num_prompts_per_step", "prompts_per_batch",
-                       "groups_per_batch")
+                       "groups_per_batch", "total_batch_size", "total_batch")
 _MODEL_NAMES = ("model", "model.name", "model.id", "model.name_or_path")
 # A hub id or a folder (`Qwen/Qwen3-8B`, `/ckpt/llama-7b`, `$MODEL_ROOT/qwen`), not a config file.
 _MODEL_ID = re.compile(r"[\w.$/{}~-]*/[\w.${}-]+/?(?<!\.yaml)(?<!\.yml)(?<!\.json)(?<!\.py)")

@@ -44,14 +44,14 @@ _NAMES: dict[str, Meaning] = {
                                  "micro_batch_size_per_device_for_update micro_batch batch_size_per_gpu "
                                  "batch_size_per_device per_gpu_train_batch_size per_gpu_batch_size",
         "global_batch_size": "train_batch_size global_batch_size batch_size groups_per_batch rollout_batch_size "
-                             "prompts_per_step num_prompts_per_step",
+                             "prompts_per_step num_prompts_per_step total_batch_size total_batch",
         "gradient_accumulation_steps": "gradient_accumulation_steps grad_accum_steps accumulation_steps "
                                        "gradient_accumulation grad_accum",
         "num_epochs": "num_train_epochs num_epochs epochs total_epochs max_epochs n_epochs",
         "max_steps": "max_steps total_training_steps num_steps total_steps train_steps max_train_steps "
                      "num_training_steps all_steps num_batches steps n_steps training_steps",
         "max_seq_length": "max_length max_seq_length max_len seq_len cutoff_len model_max_length max_seq_len "
-                          "max_sequence_length context_length seq_length",
+                          "max_sequence_length context_length seq_length block_size",
         "max_prompt_length": "max_prompt_length prompt_max_len max_prompt_len max_req_tokens max_prompt_tokens "
                              "max_input_length source_max_len max_source_length max_prompt_seq_len prompt_length",
         "max_response_length": "max_response_length max_completion_length generate_max_len max_new_tokens "
