@@ -1137,3 +1137,27 @@ def test_a_dataset_class_of_the_projects_and_per_device_batches_by_other_names(t
     clm = write(tmp_path, "b/run.sh", "python run_clm.py --model_name_or_path gpt2 --train_file t.txt --block_size 1024 "
                 "--per_device_train_batch_size 2 --learning_rate 5e-5\n")
     assert analyze(clm, []).settings.max_seq_length.value == 1024
+
+
+def test_a_reward_file_named_through_a_variable_is_cited_where_the_flag_names_it(tmp_path):
+    # `path:function` is made of two keys: it is cited at the key that names the file, not at the
+    # variable the key reads (LABELING's reward_functions rule)
+    launcher = write(tmp_path, "v/run.sh", """
+        REWARD_FILE=./rewards/judge.py
+        python3 -m verl.trainer.main_ppo \\
+            algorithm.adv_estimator=grpo \\
+            data.train_files=train.parquet \\
+            actor_rollout_ref.model.path=Qwen/Qwen2.5-0.5B \\
+            custom_reward_function.path=$REWARD_FILE \\
+            custom_reward_function.name=judge
+    """)
+    s = analyze(launcher, []).settings
+    assert (s.reward_functions.value, s.reward_functions.source) == (["./rewards/judge.py:judge"], "run.sh:6")
+    openrlhf = write(tmp_path, "o/run.sh", """
+        RM=./reward_func.py
+        python3 -m openrlhf.cli.train_ppo_ray --pretrain Qwen/Qwen2.5-0.5B --prompt_data d.jsonl \\
+            --advantage_estimator group_norm --n_samples_per_prompt 4 \\
+            --remote_rm_url $RM
+    """)
+    s = analyze(openrlhf, []).settings
+    assert (s.reward_functions.value, s.reward_functions.source) == (["./reward_func.py:reward_func"], "run.sh:4")

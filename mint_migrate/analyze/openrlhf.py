@@ -293,7 +293,9 @@ def _reward(project: Project, flags: dict[str, Arg], ev: Evidence) -> None:
         ev.warn("REWARD_MODEL_SCORING", f"Rewards come from a remote server ({target}); call it from the reward "
                 "function in train.py, or port its logic to Python.", remote.loc)
         return
-    ev.setting("reward_functions", remote.with_value([f"{target}:reward_func"]))
+    # `path:reward_func`, cited where the flag is written (not where a variable it reads was set)
+    written = next((flags[n].at for n in ("remote_rm_url", "reward.remote_url") if n in flags and flags[n].at), None)
+    ev.setting("reward_functions", Value([f"{target}:reward_func"], written or remote.loc, remote.level))
     module = reward_file(project, target)  # the same file read_task gives train.py
     info = module.python.functions.get("reward_func") if module and module.python else None
     if module is not None and module.python is not None and info is None:

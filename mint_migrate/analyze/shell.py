@@ -403,6 +403,7 @@ class Arg:
     raw: str = ""  # the value's text as written (quotes removed), kept when it cannot be resolved
     loc: Loc | None = None  # where the value is written
     items: list[str] | None = None  # a flag given several words (`--train_files $D/a.jsonl $D/b.jsonl`), as written
+    at: Loc | None = None  # where the flag or key itself is written (`loc` follows a variable to its assignment)
 
     def literal(self, level: Level) -> Value | None:
         """The value as written, unexpanded (`$HOME/data/train.parquet`), for path-like settings
@@ -1489,12 +1490,14 @@ class ShellScript:
                 i += 1
                 continue
             if "=" in text:
-                options.append(self._flag_arg(tok, text.split("=", 1)[0], tok.value_text, tok.key_value_loc))
+                options.append(self._flag_arg(tok, text.split("=", 1)[0], tok.value_text, tok.key_value_loc,
+                                              self._at(tok.line)))
                 i += 1
                 continue
             takes_value = text not in bare and i + 1 < len(toks) and not (toks[i + 1].raw or "").endswith(".py")
             if takes_value:
-                options.append(self._flag_arg(toks[i + 1], text, toks[i + 1].text, toks[i + 1].value_loc))
+                options.append(self._flag_arg(toks[i + 1], text, toks[i + 1].text, toks[i + 1].value_loc,
+                                              self._at(tok.line)))
                 i += 2
             else:
                 loc = self._at(tok.line)
@@ -1512,15 +1515,15 @@ class ShellScript:
         command.world_size = _world_size(program, options)
         return command
 
-    def _flag_arg(self, tok: Tok, flag: str, text: str | None, var_loc: Loc | None) -> Arg:
+    def _flag_arg(self, tok: Tok, flag: str, text: str | None, var_loc: Loc | None, at: Loc) -> Arg:
         loc = var_loc or self._at(_written_line(tok) if text is None else tok.line)
         raw = tok.raw.split("=", 1)[1] if tok.raw.startswith("-") and "=" in tok.raw else tok.raw
         if text is None and (tok.value_partial if tok.raw.startswith("-") and "=" in tok.raw else tok.partial):
             raw = tok.value_partial if tok.raw.startswith("-") and "=" in tok.raw else tok.partial
         if text is None:
             self.unresolved.append((self._at(tok.line), tok.raw))
-            return Arg(_norm(flag), flag, None, "flag", _unquote(raw), loc)
-        return Arg(_norm(flag), flag, Value(parse_scalar(text), loc, self.level), "flag", _unquote(raw), loc)
+            return Arg(_norm(flag), flag, None, "flag", _unquote(raw), loc, at=at)
+        return Arg(_norm(flag), flag, Value(parse_scalar(text), loc, self.level), "flag", _unquote(raw), loc, at=at)
 
     def _finish(self, program: str, module: str | None, script: str | None, sub: str | None,
                 launcher_args: list[Arg], toks: list[Tok], start: Loc, env: dict[str, Value],
@@ -1539,7 +1542,7 @@ class ShellScript:
             raw_text = tok.text if tok.text is not None else tok.raw
             if _is_flag(raw_text):
                 if "=" in raw_text and tok.key is not None:
-                    args.append(self._flag_arg(tok, tok.key, tok.value_text, tok.key_value_loc))
+                    args.append(self._flag_arg(tok, tok.key, tok.value_text, tok.key_value_loc, self._at(tok.line)))
                     i += 1
                     continue
                 values: list[Tok] = []
@@ -1552,7 +1555,7 @@ class ShellScript:
                     loc = self._at(tok.line)
                     args.append(Arg(_norm(raw_text), raw_text, Value(True, loc, self.level), "flag", loc=loc))
                 elif len(values) == 1:
-                    args.append(self._flag_arg(values[0], raw_text, values[0].text, values[0].value_loc))
+                    args.append(self._flag_arg(values[0], raw_text, values[0].text, values[0].value_loc, self._at(tok.line)))
                 else:
                     if any(v.text is None for v in values):
                         self.unresolved.append((self._at(tok.line), " ".join(v.raw for v in values)))
@@ -1574,10 +1577,10 @@ class ShellScript:
                 raw = tok.value_partial or (_unquote(tok.raw.split("=", 1)[1]) if "=" in tok.raw else "")
                 if tok.value_text is None:
                     self.unresolved.append((self._at(tok.line), tok.raw))
-                    args.append(Arg(m.group(2), tok.key, None, "override", raw, loc))
+                    args.append(Arg(m.group(2), tok.key, None, "override", raw, loc, at=self._at(tok.line)))
                 else:
                     args.append(Arg(m.group(2), tok.key, Value(parse_scalar(tok.value_text), loc, self.level),
-                                    "override", raw, loc))
+                                    "override", raw, loc, at=self._at(tok.line)))
                 i += 1
                 continue
             loc = tok.value_loc or self._at(tok.line)

@@ -361,7 +361,7 @@ def _rl(project: Project, config: dict[str, Value], ev: Evidence, command: Comma
         if hits:
             server_side(ev, f"{hits[0]}={config[hits[0]].value}", config[hits[0]].loc)
             break
-    _reward_function(project, config, ev)
+    _reward_function(project, config, ev, command)
 
 
 def _easyr1_kl(config: dict[str, Value], ev: Evidence) -> None:
@@ -415,7 +415,7 @@ def _before_kl_in_reward(config: dict[str, Value]) -> bool:
                            "fsdp_config.grad_offload")) for k in config)
 
 
-def _reward_function(project: Project, config: dict[str, Value], ev: Evidence) -> None:
+def _reward_function(project: Project, config: dict[str, Value], ev: Evidence, command: Command | None = None) -> None:
     # `./reward_function/math.py:compute_score`; early versions name a built-in scorer (compute_score=math)
     # (ZeroSearch-style forks name theirs `trainer.reward_function=f1`)
     named = config.get("worker.reward.reward_function") or config.get("worker.reward.compute_score") \
@@ -427,7 +427,11 @@ def _reward_function(project: Project, config: dict[str, Value], ev: Evidence) -
         return
     name = config.get("custom_reward_function.name")
     fn = str(name.value) if name is not None else "compute_score"
-    ev.setting("reward_functions", Value([f"{path.value}:{fn}"], path.loc, path.level))  # where the file is named
+    # `path:name` is made of the two keys: cited where the path key is written on the command line
+    # (not where a variable it reads was set), else where the file is named
+    flag = next((a for a in (command.overrides() if command is not None else [])
+                 if a.name.endswith("custom_reward_function.path") and a.at is not None), None)
+    ev.setting("reward_functions", Value([f"{path.value}:{fn}"], flag.at if flag else path.loc, path.level))
     reward_file = _reward_file(project, str(path.value))
     if reward_file is None or reward_file.python is None:
         ev.construct(f"custom_reward_function {path.value}:{fn}", path.loc, "reward_fn in train.py",
