@@ -132,10 +132,26 @@ def test_the_entry_points_literal_locals_are_stated_its_counters_are_not(tmp_pat
     ("NCCL_IB_HCA", "", "server", "server"),
     ("worker.actor.model.lora.rank", "", "lora.rank", "setting"),
     ("rank", "LoraConfig", "lora.rank", "setting"),
+    # a length limit or a batch under the other names real scripts give them
+    ("sampling_config.model_prompt_length", "", "max_prompt_length", "setting"),
+    ("max_output_length", "", "max_response_length", "setting"),
+    ("output_max_length", "", "max_response_length", "setting"),
+    ("max_generate_length", "", "max_response_length", "setting"),
+    ("--accum-steps", "", "gradient_accumulation_steps", "setting"),
+    ("--micro_batch", "", "per_device_batch_size", "setting"),
+    ("batch_size_per_gpu", "", "per_device_batch_size", "setting"),
+    ("block_size", "", "max_seq_length", "setting"),
 ])
+
 def test_the_synonym_table(key, owner, concept, family):
     m = meaning(key, owner)
     assert m is not None and (m.concept, m.family) == (concept, family)
+
+
+@pytest.mark.parametrize("key", ["min_prompt_length", "eval_prompt_length", "output_length", "generation_len_penalty"])
+def test_names_near_a_length_limit_that_are_not_one(key):
+    m = meaning(key)
+    assert m is None or m.concept not in ("max_prompt_length", "max_response_length")
 
 
 def test_generic_names_are_not_settings_without_their_context():

@@ -46,7 +46,7 @@ _NAMES: dict[str, Meaning] = {
         "global_batch_size": "train_batch_size global_batch_size batch_size groups_per_batch rollout_batch_size "
                              "prompts_per_step num_prompts_per_step total_batch_size total_batch",
         "gradient_accumulation_steps": "gradient_accumulation_steps grad_accum_steps accumulation_steps "
-                                       "gradient_accumulation grad_accum",
+                                       "gradient_accumulation grad_accum accum_steps grad_accumulation_steps",
         "num_epochs": "num_train_epochs num_epochs epochs total_epochs max_epochs n_epochs",
         "max_steps": "max_steps total_training_steps num_steps total_steps train_steps max_train_steps "
                      "num_training_steps all_steps num_batches steps n_steps training_steps",
@@ -219,6 +219,9 @@ _PER_PROMPT = re.compile(r"^(num_|n_)?(answers?|responses?|completions?|generati
 _DATA_PATH = re.compile(r"^[a-z0-9]+_(train_)?(data|dataset)_(path|file|dir|files|paths)$|^[a-z0-9]+_train_(file|path)s?$")
 # A prompt's length limit by another name: `model_prompt_length`, `train_prompt_len` (not a minimum).
 _PROMPT_LIMIT = re.compile(r"^(?!min_)([a-z0-9]+_)?prompt_(length|len)$")
+# A generated answer's length limit by another name: `max_output_length`, `output_max_length`,
+# `max_generate_length`.
+_RESPONSE_LIMIT = re.compile(r"^(max_)?(output|generate|generation|gen|completion|answer)_(max_)?(length|len)$")
 _HELD_OUT = re.compile(r"(^|_)(eval|val|valid|validation|test|dev)(_|$)")
 _SERVER_PREFIX = re.compile(r"(^|[._])(ray_init|ray_kwargs|vllm|sglang|fsdp_config|fsdp|megatron|deepspeed|"
                             r"zero_optimization|nccl|cluster|resources|slurm|accelerate|hydra|provisioner)([._]|$)")
@@ -261,6 +264,8 @@ def meaning(key: str, owner: str = "") -> Meaning | None:
         found = Meaning("num_generations", "setting")
     if found is None and _PROMPT_LIMIT.match(low) and not _HELD_OUT.search(low):
         found = Meaning("max_prompt_length", "setting")
+    if found is None and _RESPONSE_LIMIT.match(low) and ("max" in low or low.endswith("_len")):
+        found = Meaning("max_response_length", "setting")
     if found is None and _DATA_PATH.match(low) and not _HELD_OUT.search(low):
         found = Meaning("dataset", "setting")  # `grpo_data_path`, `sft_train_file`: the run's data by another name
     lora_call = any(word in (prefix + owner.lower()) for word in ("lora", "peft", "adapter"))
