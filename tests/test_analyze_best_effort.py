@@ -1119,6 +1119,16 @@ def test_a_dataset_class_of_the_projects_and_per_device_batches_by_other_names(t
     """)
     s = analyze(script, []).settings
     assert (s.dataset.value, s.dataset.source) == ("corpus/pairs_1k.json", "train_dpo.py:8")
+    # handed a folder rather than a file, a Dataset class still names the data
+    folder = write(tmp_path, "f/train_sft.py", """
+        from trl import SFTConfig, SFTTrainer
+        from mydata import ChatDataset
+
+        rows = ChatDataset("/data/corpora/chat_zh", max_len=512)
+        SFTTrainer(model="Qwen/Qwen2.5-0.5B", args=SFTConfig(output_dir="o"), train_dataset=rows).train()
+    """)
+    s = analyze(folder, []).settings
+    assert (s.dataset.value, s.dataset.source) == ("/data/corpora/chat_zh", "train_sft.py:4")
     # `--batch_size` handed to a wrapper of TRL (which has no global batch) is the per-device batch;
     # `--micro_batch` and `--batch_size_per_gpu` are per-device batches by their names
     trl_wrapper = write(tmp_path, "w/run.sh", """

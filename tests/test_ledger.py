@@ -439,3 +439,9 @@ def test_the_environment_a_launcher_gives_a_cluster_and_a_script_sets_itself_is_
                       'SFTTrainer(model="org/m", args=SFTConfig(learning_rate=1e-5)).train()\n')
     [tokenizers] = items(analyze(script, []), "TOKENIZERS_PARALLELISM")
     assert (tokenizers.value, tokenizers.source) == (False, "sft.py:2")
+
+
+def test_data_files_named_for_their_objective_are_the_dataset():
+    for key in ("dpo_file", "sft_path", "pairs_jsonl", "preference_files"):
+        assert meaning(key) is not None and meaning(key).concept == "dataset", key
+    assert meaning("eval_dpo_file") is None or meaning("eval_dpo_file").concept != "dataset"

@@ -153,7 +153,10 @@ def dataset_calls(src: PySource) -> list[CallSite]:
 
     def data_file(call: CallSite) -> bool:
         written = getattr(call.arg(0), "value", None)
-        return not call.in_evaluation() and isinstance(written, str) and _DATA_FILE.search(written) is not None
+        if call.in_evaluation() or not isinstance(written, str):
+            return False
+        # a Dataset class of the project's may be handed a folder (`GSM8KDataset("/data/gsm8k_zh", tok)`)
+        return _DATA_FILE.search(written) is not None or (call.name.endswith("Dataset") and "/" in written)
 
     # a function or Dataset class of the project's (`SFTDataset("data.json", tokenizer=tok)`)
     own = [c for c in src.calls if (c.name in src.functions or c.name in src.classes or c.name in src.imports)

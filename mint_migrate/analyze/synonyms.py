@@ -216,7 +216,8 @@ _SUFFIXES: dict[str, Meaning] = {
 _PER_PROMPT = re.compile(r"^(num_|n_)?(answers?|responses?|completions?|generations?|samples?|rollouts?|outputs?)"
                          r"_per_(question|prompt|problem|query|input|instance|example|task)s?$")
 # Data paths named for the run they feed: `grpo_data_path`, `rm_data_path`, `sft_train_file`.
-_DATA_PATH = re.compile(r"^[a-z0-9]+_(train_)?(data|dataset)_(path|file|dir|files|paths)$|^[a-z0-9]+_train_(file|path)s?$")
+_DATA_PATH = re.compile(r"^[a-z0-9]+_(train_)?(data|dataset)_(path|file|dir|files|paths)$|^[a-z0-9]+_train_(file|path)s?$"
+                        r"|^(sft|dpo|kto|orpo|grpo|ppo|rl|rm|pref|preference|pairs?)_(file|path|jsonl)s?$")
 # A prompt's length limit by another name: `model_prompt_length`, `train_prompt_len` (not a minimum).
 _PROMPT_LIMIT = re.compile(r"^(?!min_)([a-z0-9]+_)?prompt_(length|len)$")
 # A generated answer's length limit by another name: `max_output_length`, `output_max_length`,
