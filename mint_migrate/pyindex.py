@@ -57,6 +57,9 @@ def field_default(node: cst.BaseExpression | None) -> cst.BaseExpression | None:
         for arg in node.args:
             if arg.keyword is not None and arg.keyword.value == "default":
                 return arg.value
+            # `field(default_factory=lambda: env("LR", 2e-5, float))`: what the factory returns
+            if arg.keyword is not None and arg.keyword.value == "default_factory" and isinstance(arg.value, cst.Lambda):
+                return arg.value.body
     return node
 
 

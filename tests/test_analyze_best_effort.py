@@ -1171,3 +1171,48 @@ def test_a_reward_file_named_through_a_variable_is_cited_where_the_flag_names_it
     """)
     s = analyze(openrlhf, []).settings
     assert (s.reward_functions.value, s.reward_functions.source) == (["./reward_func.py:reward_func"], "run.sh:4")
+
+
+def test_a_script_launched_by_another_machines_path_and_defaults_read_through_an_env_wrapper(tmp_path):
+    # `$PY /gpfs/me/proj/src/train.py`: the launched script is the project's src/train.py, checked out
+    # here; its dataclass fields default through a wrapper of os.environ.get
+    write(tmp_path, "proj/src/train_rl.py", """
+        import os
+        from dataclasses import dataclass, field
+
+        import tinker
+
+        def _env(key, default=None, cast=str):
+            value = os.environ.get(key, default)
+            return None if value is None else cast(value)
+
+        @dataclass
+        class Config:
+            model_name: str = field(default_factory=lambda: _env("RL_MODEL", "Qwen/Qwen3-8B"))
+            learning_rate: float = field(default_factory=lambda: _env("RL_LR", 4e-5, float))
+            group_size: int = field(default_factory=lambda: _env("RL_GROUP", 8, int))
+
+        def main():
+            config = Config()
+            client = tinker.ServiceClient().create_lora_training_client(base_model=config.model_name, rank=16)
+            sampler = client.save_weights_and_get_sampling_client("s")
+            for step in range(10):
+                rewards, advantages = [], []
+                sampler.sample(prompt=None, num_samples=config.group_size, sampling_params=None).result()
+                client.forward_backward([], "importance_sampling").result()
+                client.optim_step(tinker.AdamParams(learning_rate=config.learning_rate)).result()
+
+        main()
+    """)
+    launcher = write(tmp_path, "proj/scripts/run.slurm", """
+        #!/bin/bash
+        #SBATCH --gres=gpu:1
+        BASE=/gpfs/work/someone/proj
+        PY=$BASE/envs/rl/bin/python
+        $PY $BASE/src/train_rl.py --max-steps 10
+    """)
+    plan = analyze(launcher, [])
+    assert plan.framework == "tinker"
+    s = plan.settings
+    assert (s.base_model.value, s.base_model.source) == ("Qwen/Qwen3-8B", "../src/train_rl.py:12")
+    assert (s.learning_rate.value, s.num_generations.value) == (4e-5, 8)

@@ -8,7 +8,7 @@ are relative to the primary file's folder.
 import os
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Literal
 
 from mint_migrate.analyze.algorithm_names import algorithm_in_name
@@ -347,18 +347,25 @@ def python_on_disk(project: Project, near: Path, written: str) -> InputFile | No
 
 
 def on_disk(project: Project, near: Path, written: str, suffixes: tuple[str, ...]) -> InputFile | None:
-    """A file with one of `suffixes` that a path in the inputs names, found in `near` or a folder above it."""
-    folder = near.resolve()
-    for _ in range(_LAUNCH_DEPTH + 1):
-        candidate = folder / os.path.expanduser(written)
-        if candidate.suffix in suffixes and candidate.is_file():
-            try:
-                return add_file(project, candidate, auto=True)
-            except MintMigrateError:  # outside an MCP tool's read fence, or unreadable: not ours to read
-                return None
-        if folder.parent == folder:
-            break
-        folder = folder.parent
+    """A file with one of `suffixes` that a path in the inputs names, found in `near` or a folder above it.
+    A path from another machine's root (`/gpfs/work/me/proj/src/train.py`) is looked for by its last
+    parts (`src/train.py`, then `train.py`) in the same folders: the project, checked out elsewhere."""
+    names = [written]
+    if written.startswith("/"):
+        parts = PurePosixPath(written).parts[1:]
+        names += ["/".join(parts[-k:]) for k in range(min(3, len(parts) - 1), 0, -1)]
+    for name in names:
+        folder = near.resolve()
+        for _ in range(_LAUNCH_DEPTH + 1):
+            candidate = folder / os.path.expanduser(name)
+            if candidate.suffix in suffixes and candidate.is_file():
+                try:
+                    return add_file(project, candidate, auto=True)
+                except MintMigrateError:  # outside an MCP tool's read fence, or unreadable: not ours to read
+                    return None
+            if folder.parent == folder:
+                break
+            folder = folder.parent
     return None
 
 

@@ -557,6 +557,10 @@ class PySource:
         if qual in {"os.environ.get", "os.getenv"} and len(args) >= 2:
             default = self.evaluate(args[1].value, scope, depth + 1)
             return None if default is None else Value(default.value, default.loc, Level.DEFAULT)
+        if name in self.functions:  # `_env("GRPO_LR", 2e-5, float)`: a wrapper of os.environ.get, its default
+            passed = self._env_default(self.functions[name], node, scope, depth)
+            if passed is not None:
+                return passed
         if qual in {"os.path.join", "posixpath.join"} and args and len(args) == len(node.args):
             return self._joined([a.value for a in args], scope, depth, loc)
         if qual == "dict" and not args:
@@ -570,6 +574,29 @@ class PySource:
                 out[arg.keyword.value] = value.value
                 level = min(level, value.level)
             return Value(out, loc, level)
+        return None
+
+    def _env_default(self, fn: FunctionInfo, call: cst.Call, scope: Scope, depth: int) -> Value | None:
+        """For a call of a function of this file that returns `os.environ.get(key, default)` (cast or
+        not): the argument the call passes as `default`, at the default level (the machine's
+        environment may override it)."""
+        names = list(fn.params)
+        for n in iter_nodes(fn.node):
+            if not (isinstance(n, cst.Call) and dotted_name(n.func) in {"os.environ.get", "os.getenv", "environ.get"}
+                    and len(n.args) >= 2 and isinstance(n.args[1].value, cst.Name)):
+                continue
+            param = n.args[1].value.value
+            if param not in names:
+                return None
+            given = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == param), None)
+            index = names.index(param)
+            positional = [a for a in call.args if a.keyword is None and not a.star]
+            if given is None and index < len(positional):
+                given = positional[index].value
+            if given is None:
+                return None
+            value = self.evaluate(given, scope, depth + 1)
+            return None if value is None else Value(value.value, value.loc, Level.DEFAULT)
         return None
 
     def switched_off(self, guards: tuple[tuple[cst.BaseExpression, bool], ...], scope: Scope) -> bool:
