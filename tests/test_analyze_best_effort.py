@@ -1129,6 +1129,20 @@ def test_a_dataset_class_of_the_projects_and_per_device_batches_by_other_names(t
     """)
     s = analyze(folder, []).settings
     assert (s.dataset.value, s.dataset.source) == ("/data/corpora/chat_zh", "train_sft.py:4")
+    # so may a dataset builder of its own, here through an argparse default
+    builder = write(tmp_path, "g/train_grpo.py", """
+        import argparse
+        from trl import GRPOConfig, GRPOTrainer
+        from sqltask.data import build_dataset
+
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--corpus-dir", default="data/spider_data")
+        args = parser.parse_args()
+        rows = build_dataset(args.corpus_dir, limit=200)
+        GRPOTrainer(model="Qwen/Qwen2.5-0.5B", reward_funcs=[], args=GRPOConfig(output_dir="o"), train_dataset=rows).train()
+    """)
+    s = analyze(builder, []).settings
+    assert (s.dataset.value, s.dataset.source) == ("data/spider_data", "train_grpo.py:6")
     # `--batch_size` handed to a wrapper of TRL (which has no global batch) is the per-device batch;
     # `--micro_batch` and `--batch_size_per_gpu` are per-device batches by their names
     trl_wrapper = write(tmp_path, "w/run.sh", """

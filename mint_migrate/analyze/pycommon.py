@@ -155,8 +155,9 @@ def dataset_calls(src: PySource) -> list[CallSite]:
         written = getattr(call.arg(0), "value", None)
         if call.in_evaluation() or not isinstance(written, str):
             return False
-        # a Dataset class of the project's may be handed a folder (`GSM8KDataset("/data/gsm8k_zh", tok)`)
-        return _DATA_FILE.search(written) is not None or (call.name.endswith("Dataset") and "/" in written)
+        # a Dataset class or dataset builder of the project's may be handed a folder
+        # (`GSM8KDataset("/data/gsm8k_zh", tok)`, `build_dataset(args.data_dir)`)
+        return _DATA_FILE.search(written) is not None or (call.name.lower().endswith("dataset") and "/" in written)
 
     # a function or Dataset class of the project's (`SFTDataset("data.json", tokenizer=tok)`)
     own = [c for c in src.calls if (c.name in src.functions or c.name in src.classes or c.name in src.imports)
