@@ -285,12 +285,12 @@ def _step_loop(src: PySource, ev: Evidence) -> None:
                 and trl_class(made.name, TRAINERS) is not None}
     if not trainers:
         return
+    steps = {f"{t}.step" for t in trainers}
     for node in iter_nodes(src.module):
         if not (isinstance(node, cst.For) and isinstance(node.iter, cst.Call) and dotted_name(node.iter.func) == "range"
                 and node.iter.args):
             continue
-        if any(isinstance(n, cst.Call) and dotted_name(n.func) in {f"{t}.step" for t in trainers}
-               for n in iter_nodes(node.body)):
+        if any(isinstance(n, cst.Call) and dotted_name(n.func) in steps for n in iter_nodes(node.body)):
             scope = next((sc for _t, it, sc, _loc in src.loops if it is node.iter), None)
             bound = src.evaluate(node.iter.args[-1].value if len(node.iter.args) == 1 else node.iter.args[1].value, scope)
             if bound is not None and (as_int(bound.value) or 0) > 0:
