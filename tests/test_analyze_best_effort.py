@@ -1230,3 +1230,30 @@ def test_a_script_launched_by_another_machines_path_and_defaults_read_through_an
     s = plan.settings
     assert (s.base_model.value, s.base_model.source) == ("Qwen/Qwen3-8B", "../src/train_rl.py:12")
     assert (s.learning_rate.value, s.num_generations.value) == (4e-5, 8)
+
+
+def test_a_policy_loops_beta_is_its_kl_weight_never_a_dpo_beta(tmp_path):
+    loop = write(tmp_path, "grpo_one.py", """
+        import torch
+        from transformers import AutoModelForCausalLM
+
+        model_path = "Qwen/Qwen2.5-0.5B"
+        beta = 0.04
+        group_size = 8
+        model = AutoModelForCausalLM.from_pretrained(model_path)
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-6)
+
+        def grpo_step(logps, ref_logps, advantages):
+            kl = torch.exp(ref_logps - logps) - (ref_logps - logps) - 1
+            loss = -(torch.exp(logps - logps.detach()) * advantages - beta * kl).mean()
+            loss.backward()
+            opt.step()
+
+        for step in range(100):
+            rewards = torch.randn(group_size)
+            grpo_step(torch.zeros(4), torch.zeros(4), (rewards - rewards.mean()) / rewards.std())
+    """)
+    plan = analyze(loop, [])
+    assert plan.algorithm == "grpo"
+    assert (plan.settings.kl_coef.value, plan.settings.kl_coef.source) == (0.04, "grpo_one.py:5")
+    assert plan.settings.beta is None

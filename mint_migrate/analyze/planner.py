@@ -199,10 +199,14 @@ def _fill_from_harvest(ev: Evidence, stated: list[Stated], reserved: tuple[str, 
     policy = vote is not None and vote.algorithm in ("grpo", "ppo", "reinforce")  # GKD's beta weighs its JSD
     if policy and not kl_off and ev.best("kl_coef") is None and (_BETA_WEIGHS.search(code)
                                                                   or _KL_BETA_CONFIGS.search(code)):
-        # GRPO's paper notation: `beta` weighs the KL term (`cfg.beta * kl`), when the loop multiplies by it
-        best = by_leaf(("beta",), lambda v: _usable("kl_coef", v))
+        # GRPO's paper notation: `beta` weighs the KL term (`cfg.beta * kl`), when the loop multiplies by it;
+        # a `beta` the reader took for DPO's is that KL weight too (a policy-gradient run has no DPO beta)
+        read = ev.best("beta")
+        best = read if read is not None and _usable("kl_coef", read.value) else \
+            by_leaf(("beta",), lambda v: _usable("kl_coef", v))
         if best is not None:
             ev.setting("kl_coef", best)
+            ev.candidates.pop("beta", None)
     if policy and ev.best("clip_ratio") is None and _EPS_CLIPS.search(code):
         # a bare `eps` of a policy loop, `clamp(ratio, 1 - cfg.eps, 1 + cfg.eps)`: the clip range, not Adam's 1e-8
         best = by_leaf(("eps", "clip"), lambda v: isinstance(v, float) and 0.01 <= v <= 0.5)
