@@ -213,6 +213,7 @@ class PySource:
         self._memo: dict[tuple[int, int], Value | None] = {}
         self._returns: dict[int, tuple[cst.BaseExpression, ...]] = {}
         self._name_uses: dict[str, int] | None = None
+        self._env_params: dict[str, str | None] = {}  # function name -> the parameter it passes as the env default
 
     def dict_entries(self, name: str, scope: Scope,
                      use_line: int) -> list[tuple[str, cst.BaseExpression, "PySource", Scope]]:
@@ -580,24 +581,24 @@ class PySource:
         """For a call of a function of this file that returns `os.environ.get(key, default)` (cast or
         not): the argument the call passes as `default`, at the default level (the machine's
         environment may override it)."""
-        names = list(fn.params)
-        for n in iter_nodes(fn.node):
-            if not (isinstance(n, cst.Call) and dotted_name(n.func) in {"os.environ.get", "os.getenv", "environ.get"}
-                    and len(n.args) >= 2 and isinstance(n.args[1].value, cst.Name)):
-                continue
-            param = n.args[1].value.value
-            if param not in names:
-                return None
-            given = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == param), None)
-            index = names.index(param)
-            positional = [a for a in call.args if a.keyword is None and not a.star]
-            if given is None and index < len(positional):
-                given = positional[index].value
-            if given is None:
-                return None
-            value = self.evaluate(given, scope, depth + 1)
-            return None if value is None else Value(value.value, value.loc, Level.DEFAULT)
-        return None
+        if fn.name not in self._env_params:  # what the body reads, once per function
+            first = next((n for n in iter_nodes(fn.node) if isinstance(n, cst.Call) and len(n.args) >= 2
+                          and dotted_name(n.func) in {"os.environ.get", "os.getenv", "environ.get"}
+                          and isinstance(n.args[1].value, cst.Name)), None)
+            named = first.args[1].value.value if first is not None else None
+            self._env_params[fn.name] = named if named in fn.params else None
+        param = self._env_params[fn.name]
+        if param is None:
+            return None
+        given = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == param), None)
+        index = list(fn.params).index(param)
+        positional = [a for a in call.args if a.keyword is None and not a.star]
+        if given is None and index < len(positional):
+            given = positional[index].value
+        if given is None:
+            return None
+        value = self.evaluate(given, scope, depth + 1)
+        return None if value is None else Value(value.value, value.loc, Level.DEFAULT)
 
     def switched_off(self, guards: tuple[tuple[cst.BaseExpression, bool], ...], scope: Scope) -> bool:
         """True when one of the `if` tests around a statement is known to skip it."""
