@@ -746,9 +746,10 @@ def _pick_dtype(dtype: str, device: torch.device) -> torch.dtype:
 
 def _pick_prefix_cache_mb(asked: int | None, device: torch.device) -> int:
     """Memory for the prefix cache: what was asked, else 256 MB on the CPU and none on CUDA. On
-    an H200 (bench/RESULTS.md, Dec 4) a conversation sampled with the cache did not match the
-    same conversation without it, bit for bit, and re-sending a history was no faster than fresh
-    prompts (0.64x): the exactness the CPU path proves is not proven there, so reuse is opt-in."""
+    an H200 (bench/RESULTS.md, Dec 4) a cached conversation first did not match an uncached one:
+    torch's cuDNN attention gave other floats for the same requests from run to run. Without
+    cuDNN attention (qwen3._exact_attention) they matched bit for bit in-process; until that is
+    also shown through a server on a GPU, reuse there stays opt-in."""
     if asked is not None:
         return max(0, asked)
     return sampling.PREFIX_CACHE_MB if device.type == "cpu" else 0

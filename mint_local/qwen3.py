@@ -12,6 +12,7 @@ both against transformers and peft. Any other model folder is loaded with transf
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F  # noqa: N812 - the PyTorch convention
 from torch import nn
+from torch.nn.attention import SDPBackend, sdpa_kernel
 
 # Positions per block of the sampler's RoPE table (Qwen3ForCausalLM._rope_table).
 ROPE_BLOCK = 1024
@@ -176,6 +178,17 @@ def _norm(norm: RMSNorm, x: torch.Tensor) -> torch.Tensor:
     if x.dtype == torch.float32:
         return F.rms_norm(x, norm.weight.shape, norm.weight, norm.eps)
     return norm(x)
+
+
+def _exact_attention(device: torch.device) -> contextlib.AbstractContextManager:
+    """The attention kernels the sampler may use. On CUDA not cuDNN's: torch 2.11 on an H200
+    picks it for a decode step and for a prompt piece with a mask, and there the same requests
+    served twice in one process got other logprobs (~1e-3) and tokens, with or without the prefix
+    cache; with flash, memory-efficient or math kernels they were identical, cached or not
+    (bench/gpu_exactness.py, bench/RESULTS.md). The CPU keeps torch's choice."""
+    if device.type != "cuda":
+        return contextlib.nullcontext()
+    return sdpa_kernel([SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH])
 
 
 def _rotate_half(x: torch.Tensor) -> torch.Tensor:
@@ -380,52 +393,53 @@ class Qwen3ForCausalLM(nn.Module):
         # so a request batched into a cohort would not get what it gets alone.
         threads = torch.get_num_threads() if device.type == "cpu" else 1
         tiles = tiled(adapters)
-        for layer in self.model.layers:
-            attn = layer.self_attn
+        with _exact_attention(device):
+            for layer in self.model.layers:
+                attn = layer.self_attn
 
-            def project(t: slice, layer: Any = layer, attn: Any = attn, x: torch.Tensor = x) -> torch.Tensor:
-                h = _norm(layer.input_layernorm, x[t])
-                q = _norm(attn.q_norm, attn.q_proj(h).view(tile, heads, head_dim))
-                k = _norm(attn.k_norm, attn.k_proj(h).view(tile, kv_heads, head_dim))
-                v = attn.v_proj(h).view(tile, kv_heads, head_dim)
-                return torch.cat((rope(torch.cat((q, k), dim=1), t), v), dim=1)  # one rope for q and k
+                def project(t: slice, layer: Any = layer, attn: Any = attn, x: torch.Tensor = x) -> torch.Tensor:
+                    h = _norm(layer.input_layernorm, x[t])
+                    q = _norm(attn.q_norm, attn.q_proj(h).view(tile, heads, head_dim))
+                    k = _norm(attn.k_norm, attn.k_proj(h).view(tile, kv_heads, head_dim))
+                    v = attn.v_proj(h).view(tile, kv_heads, head_dim)
+                    return torch.cat((rope(torch.cat((q, k), dim=1), t), v), dim=1)  # one rope for q and k
 
-            qkv = each_tile(tiles, project)  # [padded, heads + 2 * kv_heads, head_dim]
-            outs = []
-            for seg, (s, e, rows, new), mine in zip(segments, spans, pieces, strict=True):
-                past = seg.cache.length
-                # [rows, heads + 2 * kv_heads, new, head_dim]; decode steps (new == 1) take one op
-                both = qkv[s:e, :, None] if new == 1 else qkv[s:e].view(rows, new, -1, head_dim).transpose(1, 2)
-                cached = seg.cache.write(attn.layer, both[:, heads:])
-                keys, values = cached[:, :kv_heads], cached[:, kv_heads:]
-                if new == 1:
-                    if threads > 1:
-                        torch.set_num_threads(1)
-                    try:
-                        out = F.scaled_dot_product_attention(both[:, :heads], keys, values, scale=scale, enable_gqa=gqa)
-                    finally:
+                qkv = each_tile(tiles, project)  # [padded, heads + 2 * kv_heads, head_dim]
+                outs = []
+                for seg, (s, e, rows, new), mine in zip(segments, spans, pieces, strict=True):
+                    past = seg.cache.length
+                    # [rows, heads + 2 * kv_heads, new, head_dim]; decode steps (new == 1) take one op
+                    both = qkv[s:e, :, None] if new == 1 else qkv[s:e].view(rows, new, -1, head_dim).transpose(1, 2)
+                    cached = seg.cache.write(attn.layer, both[:, heads:])
+                    keys, values = cached[:, :kv_heads], cached[:, kv_heads:]
+                    if new == 1:
                         if threads > 1:
-                            torch.set_num_threads(threads)
-                    outs.append(out.reshape(rows, heads * head_dim))
-                    continue
-                parts = [
-                    F.scaled_dot_product_attention(
-                        both[:, :heads, a:b], keys[:, :, : past + b], values[:, :, : past + b],
-                        attn_mask=mask, is_causal=mask is None, scale=scale, enable_gqa=gqa,
-                    )
-                    for a, b, mask in mine
-                ]  # fmt: skip
-                out = parts[0] if len(parts) == 1 else torch.cat(parts, dim=2)
-                outs.append(out.transpose(1, 2).reshape(rows * new, heads * head_dim))
-            if pad is not None:
-                outs.append(pad)
-            attended = outs[0] if len(outs) == 1 else torch.cat(outs)
+                            torch.set_num_threads(1)
+                        try:
+                            out = F.scaled_dot_product_attention(both[:, :heads], keys, values, scale=scale, enable_gqa=gqa)
+                        finally:
+                            if threads > 1:
+                                torch.set_num_threads(threads)
+                        outs.append(out.reshape(rows, heads * head_dim))
+                        continue
+                    parts = [
+                        F.scaled_dot_product_attention(
+                            both[:, :heads, a:b], keys[:, :, : past + b], values[:, :, : past + b],
+                            attn_mask=mask, is_causal=mask is None, scale=scale, enable_gqa=gqa,
+                        )
+                        for a, b, mask in mine
+                    ]  # fmt: skip
+                    out = parts[0] if len(parts) == 1 else torch.cat(parts, dim=2)
+                    outs.append(out.transpose(1, 2).reshape(rows * new, heads * head_dim))
+                if pad is not None:
+                    outs.append(pad)
+                attended = outs[0] if len(outs) == 1 else torch.cat(outs)
 
-            def finish(t: slice, layer: Any = layer, attn: Any = attn, x: torch.Tensor = x, attended: torch.Tensor = attended) -> torch.Tensor:
-                y = x[t] + attn.o_proj(attended[t])
-                return y + layer.mlp(_norm(layer.post_attention_layernorm, y))
+                def finish(t: slice, layer: Any = layer, attn: Any = attn, x: torch.Tensor = x, attended: torch.Tensor = attended) -> torch.Tensor:
+                    y = x[t] + attn.o_proj(attended[t])
+                    return y + layer.mlp(_norm(layer.post_attention_layernorm, y))
 
-            x = each_tile(tiles, finish)
+                x = each_tile(tiles, finish)
         for seg, (_, _, _, new) in zip(segments, spans, strict=True):
             seg.cache.length += new
         # The unembedding runs only on the positions whose logits are wanted, again in tiles.

@@ -28,7 +28,8 @@ prompts of the same length share one attention call (a cohort); CPU attention on
 computes each batch row independently (on more threads it does not: a row's floats depend on
 its place in the batch), so decode steps attend on one thread and that is exact too. Models
 loaded with transformers, and CUDA, keep one attention batch per request (`merge=False`): there we cannot vouch for the kernels
-(on an H200 a prefix-cached conversation differed from an uncached one, so CUDA's prefix cache is opt-in).
+(on CUDA the attention never runs on cuDNN's kernels, whose floats moved from run to run on an H200;
+CUDA's prefix cache stays opt-in until a server-level check there passes).
 """
 
 from __future__ import annotations

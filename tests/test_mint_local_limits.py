@@ -307,6 +307,22 @@ def test_prefix_cache_is_opt_in_on_cuda_where_its_exactness_is_not_proven():
     assert _pick_prefix_cache_mb(-1, torch.device("cpu")) == 0
 
 
+def test_cuda_sampling_attention_leaves_out_cudnn_and_the_cpu_keeps_torchs_choice():
+    """On an H200 cuDNN's attention gave the same requests other floats from run to run
+    (bench/gpu_exactness.py); the packed forward runs its attention without it on CUDA."""
+    import torch
+
+    from mint_local.qwen3 import _exact_attention
+
+    before = (torch.backends.cuda.cudnn_sdp_enabled(), torch.backends.cuda.flash_sdp_enabled(), torch.backends.cuda.math_sdp_enabled())
+    with _exact_attention(torch.device("cuda")):
+        assert not torch.backends.cuda.cudnn_sdp_enabled()
+        assert torch.backends.cuda.flash_sdp_enabled() and torch.backends.cuda.mem_efficient_sdp_enabled() and torch.backends.cuda.math_sdp_enabled()
+    with _exact_attention(torch.device("cpu")):
+        assert (torch.backends.cuda.cudnn_sdp_enabled(), torch.backends.cuda.flash_sdp_enabled(), torch.backends.cuda.math_sdp_enabled()) == before
+    assert (torch.backends.cuda.cudnn_sdp_enabled(), torch.backends.cuda.flash_sdp_enabled(), torch.backends.cuda.math_sdp_enabled()) == before
+
+
 def test_image_chunks_get_a_clear_400(sc, mint_local_server, tokens):
     image = mint.types.ImageChunk(data=b"\x89PNG fake", format="png")
     tc = new_client(sc, mint_local_server)
