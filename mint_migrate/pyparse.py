@@ -54,29 +54,94 @@ def ast_lock() -> Iterator[None]:
 
 def parse_ast(source: str, label: str = "<source>", *, mode: str = "exec", max_depth: int = MAX_DEPTH) -> ast.AST:
     """CPython's tree of `source`; PythonSyntaxError for anything it cannot (or must not) parse."""
+    return _parse(source, label, mode, max_depth)[0]
+
+
+def _parse(source: str, label: str, mode: str, max_depth: int) -> tuple[ast.AST, str]:
+    """(tree, the source it is the tree of). A file written for Python 3.12 that reuses its
+    f-string's quote inside a replacement field (`f"{d["key"]}"`, PEP 701) is read with those
+    inner quotes swapped, which 3.11 parses to the same meaning at the same lines and columns."""
     if len(source) > MAX_CHARS:
         raise PythonSyntaxError(label, 1, 1, f"the file has {len(source):,} characters, over the {MAX_CHARS:,} read")
-    try:
-        with _AST_LOCK, warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # invalid escapes and the like are the source's business
-            tree = compile(source, label, mode, flags=ast.PyCF_ONLY_AST | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)
-    except SyntaxError as exc:  # includes IndentationError and TabError
-        raise PythonSyntaxError(label, exc.lineno or 1, exc.offset or 1, exc.msg) from None
-    except ValueError as exc:  # "source code string cannot contain null bytes"
-        raise PythonSyntaxError(label, *_nul_position(source), str(exc).splitlines()[0]) from None
-    except (MemoryError, RecursionError):
-        raise PythonSyntaxError(label, 1, 1, "the code is nested too deeply to parse") from None
+    for _ in range(_MAX_REQUOTED_LINES):
+        try:
+            with _AST_LOCK, warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # invalid escapes and the like are the source's business
+                tree = compile(source, label, mode, flags=ast.PyCF_ONLY_AST | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)
+            break
+        except SyntaxError as exc:  # includes IndentationError and TabError
+            requoted = _requoted(source, exc.lineno) if exc.msg.startswith("f-string") and exc.lineno else None
+            if requoted is None:
+                raise PythonSyntaxError(label, exc.lineno or 1, exc.offset or 1, exc.msg) from None
+            source = requoted
+        except ValueError as exc:  # "source code string cannot contain null bytes"
+            raise PythonSyntaxError(label, *_nul_position(source), str(exc).splitlines()[0]) from None
+        except (MemoryError, RecursionError):
+            raise PythonSyntaxError(label, 1, 1, "the code is nested too deeply to parse") from None
+    else:
+        raise PythonSyntaxError(label, 1, 1, f"over {_MAX_REQUOTED_LINES} lines of f-strings in Python 3.12's syntax")
     depth, line, col = _depth(tree, max_depth)
     if depth > max_depth:
         raise PythonSyntaxError(label, line, col, f"the code is nested over {max_depth} levels deep, which mint-migrate does not read")
-    return tree
+    return tree, source
+
+
+_MAX_REQUOTED_LINES = 200
+_FSTRING_START = re.compile(r"(?<!\w)(?:[rR]?[fF]|[fF][rR])('''|\"\"\"|'|\")")
+
+
+def _requoted(source: str, lineno: int) -> str | None:
+    """`source` with the f-strings that start on line `lineno` rewritten for Python 3.11: a string
+    inside a replacement field written with the f-string's own quote takes the other quote (when
+    its text holds neither). None when nothing on that line could be rewritten so."""
+    starts = [0, *(i + 1 for i, ch in enumerate(source) if ch == "\n")]
+    if lineno > len(starts):
+        return None
+    end = starts[lineno] if lineno < len(starts) else len(source)
+    chars = list(source)
+    changed = False
+    for match in _FSTRING_START.finditer(source, starts[lineno - 1], end):
+        changed |= _requote_fstring(chars, match.end(), match.group(1))
+    return "".join(chars) if changed else None
+
+
+def _requote_fstring(chars: list[str], at: int, quote: str) -> bool:
+    """Swap, in place, the quotes of the strings inside the replacement fields of the f-string
+    whose text starts at `at` and ends at `quote`; whether any was swapped."""
+    other = "'" if quote[0] == '"' else '"'
+    depth, i, changed = 0, at, False
+    while i < len(chars):
+        ch = chars[i]
+        if depth == 0:  # the f-string's own text
+            if "".join(chars[i : i + len(quote)]) == quote or (ch == "\n" and len(quote) == 1):
+                return changed
+            if ch == "\\" or (ch == "{" and chars[i + 1 : i + 2] == ["{"]):
+                i += 2
+                continue
+            depth += ch == "{"
+            i += 1
+            continue
+        if ch in "'\"":  # a string inside a replacement field: to its closing quote, on this line
+            close = next((j for j in range(i + 1, len(chars)) if chars[j] in (ch, "\n") and chars[j - 1] != "\\"), None)
+            if close is None or chars[close] == "\n":
+                return changed
+            if ch == quote[0] and other not in chars[i + 1 : close]:
+                chars[i] = chars[close] = other
+                changed = True
+            i = close + 1
+            continue
+        if ch == "\n" and len(quote) == 1:
+            return changed
+        depth += (ch in "{[(") - (ch in "}])")
+        i += 1
+    return changed
 
 
 def parse_module(source: str, label: str = "<source>"):
     """libcst's Module for `source`, after parse_ast has checked that libcst can take it safely."""
     import libcst as cst
 
-    tree = parse_ast(source, label)
+    tree, source = _parse(source, label, "exec", MAX_DEPTH)
     source = _without_lone_backslashes(source, tree, label)
     try:
         return cst.parse_module(source)

@@ -1257,3 +1257,154 @@ def test_a_policy_loops_beta_is_its_kl_weight_never_a_dpo_beta(tmp_path):
     assert plan.algorithm == "grpo"
     assert (plan.settings.kl_coef.value, plan.settings.kl_coef.source) == (0.04, "grpo_one.py:5")
     assert plan.settings.beta is None
+
+
+def test_a_launcher_in_scripts_names_a_root_config_whose_sections_feed_the_trainer_and_evaluates_after(tmp_path):
+    """`bash scripts/run.sh` from the project's root: `--config configs/x.yaml` is found at the root,
+    its nested `grpo:` section and its `rewards: [{name: ...}]` list are the run's, `--report_to none`
+    stays the word "none", an unpassed `"$@"` adds nothing, and the evaluation under `src/eval/`
+    lends the run none of its flags."""
+    write(tmp_path, "src/trainers/grpo.py", """
+        import argparse
+        import yaml
+        from trl import GRPOConfig, GRPOTrainer
+
+        def main():
+            parser = argparse.ArgumentParser()
+            parser.add_argument("--config", required=True)
+            parser.add_argument("--output_dir", default="out")
+            parser.add_argument("--report_to", default="wandb")
+            args = parser.parse_args()
+            cfg = yaml.safe_load(open(args.config))
+            grpo_config = GRPOConfig(output_dir=args.output_dir, report_to=args.report_to, **dict(cfg["grpo"]))
+            trainer = GRPOTrainer(model=cfg["model_name_or_path"], reward_funcs=build_rewards(cfg), args=grpo_config)
+            trainer.train()
+
+        if __name__ == "__main__":
+            main()
+    """)
+    write(tmp_path, "configs/run.yaml", """
+        model_name_or_path: Qwen/Qwen2.5-1.5B-Instruct
+        rewards:
+          - name: correctness
+            weight: 1.0
+          - name: format
+            weight: 0.5
+        grpo:
+          learning_rate: 1.0e-6
+          num_generations: 6
+          max_completion_length: 1024
+    """)
+    launcher = write(tmp_path, "scripts/run.sh", """
+        CONFIG="configs/run.yaml"
+        REPORT_TO="${REPORT_TO:-none}"
+        accelerate launch src/trainers/grpo.py --config "$CONFIG" --output_dir results/run1 --report_to "$REPORT_TO" "$@"
+        python src/eval/runner.py --config configs/eval.yaml --output_dir results/eval
+    """)
+    plan = analyze(launcher, [tmp_path / "src/trainers/grpo.py"])
+    assert (plan.framework, plan.algorithm) == ("trl", "grpo")
+    assert plan.settings.base_model.value == "Qwen/Qwen2.5-1.5B-Instruct"
+    assert plan.settings.learning_rate.value == 1e-6 and plan.settings.learning_rate.source.endswith("configs/run.yaml:8")
+    assert plan.settings.num_generations.value == 6
+    assert plan.settings.reward_functions.value == ["correctness", "format"]
+    ledger = ledger_of(plan)
+    assert ledger["report_to"] == "none"
+    assert ledger["output_dir"] == "results/run1"  # the training's, not the evaluation's
+
+
+def test_a_script_handing_a_loaded_model_to_the_projects_own_training_function_is_a_pytorch_loop(tmp_path):
+    """A typer script that loads the policy and calls `train_grpo(policy=..., ...)` imported from a
+    module not given: a hand-written loop named for GRPO; its steps, clip range and scorer are read,
+    and the sampling parameters of its final evaluation are not the run's."""
+    write(tmp_path, "proj/scripts/run_rl.py", """
+        import torch
+        import typer
+        from transformers import AutoModelForCausalLM
+        from vllm import SamplingParams
+        from proj.rl import train_grpo
+        from proj.grader import r1_zero_reward_fn
+
+        app = typer.Typer()
+
+        @app.command()
+        def main(model_path: str = "Qwen/Qwen2.5-Math-1.5B", n_grpo_steps: int = 200, group_size: int = 8,
+                 learning_rate: float = 1e-5, cliprange: float = 0.2):
+            policy = AutoModelForCausalLM.from_pretrained(model_path, torch_dtype=torch.bfloat16).to("cuda")
+            train_grpo(policy=policy, reward_fn=r1_zero_reward_fn, n_grpo_steps=n_grpo_steps, group_size=group_size,
+                       learning_rate=learning_rate, cliprange=cliprange)
+            eval_sampling_params = SamplingParams(temperature=1.0, max_tokens=1024)
+            return eval_sampling_params
+
+        if __name__ == "__main__":
+            app()
+    """)
+    plan = analyze(tmp_path / "proj/scripts/run_rl.py", [])
+    assert (plan.framework, plan.algorithm) == ("pytorch", "grpo")
+    assert plan.settings.base_model.value == "Qwen/Qwen2.5-Math-1.5B"
+    assert plan.settings.max_steps.value == 200
+    assert plan.settings.clip_ratio.value == 0.2
+    assert plan.settings.temperature is None and plan.settings.max_response_length is None
+
+
+def test_a_grpo_loop_counting_steps_from_one_scoring_with_its_own_function_beside_a_group_size(tmp_path):
+    """`for step in range(1, cfg.max_steps + 1)` runs cfg.max_steps times; `rewards = score_completions(...)`
+    is the loop's reward."""
+    source = write(tmp_path, "train_grpo.py", """
+        from dataclasses import dataclass
+        import torch
+        from nano.model import load_model, generate_completions
+        from nano.utils import score_completions
+
+        @dataclass
+        class Config:
+            model_name: str = "Qwen/Qwen2.5-0.5B"
+            lr: float = 1e-6
+            batch_size: int = 4
+            group_size: int = 8
+            max_steps: int = 200
+            clip_epsilon: float = 0.2
+
+        def train(cfg: Config):
+            model, tokenizer = load_model(cfg.model_name)
+            optimizer = torch.optim.Adam(model.parameters(), lr=cfg.lr)
+            for step in range(1, cfg.max_steps + 1):
+                gen = generate_completions(model, tokenizer, num_samples=cfg.group_size)
+                rewards = score_completions(gen["completions"], group_size=cfg.group_size)
+                rewards_t = torch.tensor(rewards)
+                advantages = (rewards_t - rewards_t.mean()) / (rewards_t.std() + 1e-8)
+                loss = -(advantages * gen["logps"]).mean()
+                loss.backward()
+                optimizer.step()
+
+        if __name__ == "__main__":
+            train(Config())
+    """)
+    plan = analyze(source, [])
+    assert (plan.framework, plan.algorithm) == ("pytorch", "grpo")
+    assert (plan.settings.max_steps.value, plan.settings.max_steps.source) == (200, "train_grpo.py:12")
+    assert plan.settings.reward_functions.value == ["score_completions"]
+    assert plan.settings.num_generations.value == 8
+    assert plan.settings.clip_ratio.value == 0.2
+
+
+def test_a_script_written_for_python_3_12_f_strings_is_read(tmp_path):
+    """PEP 701 lets an f-string reuse its quote inside a replacement field; Python 3.11 cannot parse
+    that, so those inner quotes are swapped before reading (same lines, same meaning)."""
+    source = write(tmp_path, "train.py", """
+        import os
+        import torch
+        from transformers import AutoModelForCausalLM
+
+        print(f"HF_HOME: {os.getenv("HF_HOME")}")
+        cfg = {"model": "allenai/OLMo-2-0425-1B", "lr": 1e-5}
+        model = AutoModelForCausalLM.from_pretrained(cfg["model"])
+        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-5)
+        for step in range(100):
+            print(f"step {step} lr {cfg["lr"]:.1e}")
+            loss = model(input_ids=torch.zeros(1, 4, dtype=torch.long)).loss
+            loss.backward()
+            optimizer.step()
+    """)
+    plan = analyze(source, [])
+    assert plan.framework == "pytorch"
+    assert (plan.settings.learning_rate.value, plan.settings.max_steps.value) == (1e-5, 100)

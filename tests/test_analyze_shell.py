@@ -710,3 +710,18 @@ def test_an_inline_script_behind_a_wrapper_option_with_a_value_is_read():
         "run.sh")
     [cmd] = script.commands
     assert (cmd.program, cmd.script, args_of(cmd)) == ("torchrun", "../train_dpo.py", {"learning_rate": 1e-6})
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="bash is the oracle")
+def test_an_unpassed_quoted_at_adds_no_word_and_a_flags_none_is_the_word_argparse_gets(tmp_path):
+    """`"$@"` with no arguments expands to no word at all (bash says so), so the flag before it keeps
+    its one value; `--report_to none` hands argparse the string "none", not a null."""
+    text = 'R="${R:-none}"\npython train.py --report_to "$R" --save_steps 50 "$@"\n'
+    script = tmp_path / "run.sh"
+    script.write_text(text.replace("python train.py", "printf '<%s>' "))
+    assert subprocess.run(["bash", str(script)], capture_output=True, text=True, check=True).stdout \
+        == "<--report_to><none><--save_steps><50>"
+    _, cmd = only_command(text)
+    assert args_of(cmd) == {"report_to": "none", "save_steps": 50}
+    _, called = only_command('f() { python t.py --a "$@"; }\nf 3 4\n')
+    assert args_of(called) == {"a": [3, 4]}

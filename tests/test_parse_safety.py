@@ -107,3 +107,23 @@ async def test_the_mint_migrate_answers_every_hostile_source_and_stays_alive(tmp
             assert result.structured_content["parse_error"], name
         alive = await client.call_tool("map_concept", {"framework": "trl", "concept": "GRPOConfig"})
         assert not alive.is_error
+
+
+def test_python_3_12_f_strings_are_read_with_their_inner_quotes_swapped_at_the_same_positions():
+    """PEP 701 (Python 3.12) lets a replacement field reuse its f-string's quote; 3.11 refuses it.
+    The reader swaps those inner quotes (escaped braces, format specs and the other quote left
+    alone) and keeps every line and column; an f-string broken on any Python is still refused."""
+    source = (
+        'import os\n'
+        'x = f"{os.getenv("HOME")} {{literal}} {d["a"]["b"]:>{w}}"\n'
+        "y = f'{a['k']}' + f\"{b['ok']}\"\n"
+    )
+    module = pyparse.parse_module(source, "new.py")
+    assert module.code.splitlines() == [
+        "import os",
+        "x = f\"{os.getenv('HOME')} {{literal}} {d['a']['b']:>{w}}\"",
+        "y = f'{a[\"k\"]}' + f\"{b['ok']}\"",
+    ]
+    with pytest.raises(pyparse.PythonSyntaxError) as refused:
+        pyparse.parse_module('x = 1\ny = f"{a["b"}"\n', "broken.py")
+    assert str(refused.value).startswith("broken.py:2:")

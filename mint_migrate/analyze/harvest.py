@@ -42,6 +42,7 @@ class Stated:
     kind: Kind
     owner: str = ""  # the call a keyword is given to (`AdamW`), the class of a field, the launcher
     discarded: bool = False  # said to a call whose result nothing uses (a LoraConfig never handed over)
+    evaluation: bool = False  # said to a call bound to an evaluation's name (`eval_params = SamplingParams(...)`)
 
     @property
     def norm(self) -> str:
@@ -51,7 +52,8 @@ class Stated:
     def incidental(self) -> bool:
         """Said to a call that may serve something beside the training (a tokenizer call inside the
         loss or a reward, an evaluator's builder): a ledger item, never a canonical setting's value."""
-        return self.kind == "keyword" and (self.owner in KEYWORD_CALLS or "eval" in self.owner.lower() or self.discarded)
+        return self.kind == "keyword" and (self.owner in KEYWORD_CALLS or "eval" in self.owner.lower() or self.discarded
+                                           or self.evaluation)
 
 
 def normalise(key: str) -> str:
@@ -120,8 +122,8 @@ def _winners(found: list[Stated]) -> list[Stated]:
         if old is None:
             order.append(slot)
             best[slot] = item
-        elif item.level >= old.level:
-            best[slot] = item
+        elif item.level > old.level or (item.level == old.level and not (item.incidental and not old.incidental)):
+            best[slot] = item  # an evaluation's copy of a keyword never hides the training's
     seen: set[tuple[str, int, str]] = set()
     out = []
     for slot in order:
@@ -417,6 +419,9 @@ def _calls(src: PySource, own: set[str]) -> list[Stated]:
     return out
 
 
+_EVALUATION_NAME = re.compile(r"(^|_)(eval|evaluation|val|valid|validation|test)(_|$)", re.I)
+
+
 def _call_items(src: PySource, call: CallSite, *, named_only: bool = False) -> list[Stated]:
     out = []
     owner = call.name
@@ -430,7 +435,8 @@ def _call_items(src: PySource, call: CallSite, *, named_only: bool = False) -> l
         if value is None or value.value is None or not (_plain(value.value) or _flat_dict(value.value)):
             continue
         out.append(Stated(keyword, value.value, value.loc, max(value.level, Level.DEFAULT), "keyword",
-                          owner=owner, discarded=call.name == "LoraConfig" and call.discarded()))
+                          owner=owner, discarded=call.name == "LoraConfig" and call.discarded(),
+                          evaluation=_EVALUATION_NAME.search(call.assigned_to or "") is not None))
     if named_only:
         return out
     position = _POSITIONAL.get(call.name)

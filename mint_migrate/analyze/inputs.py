@@ -12,7 +12,7 @@ from pathlib import Path, PurePosixPath
 from typing import Literal
 
 from mint_migrate.analyze.algorithm_names import algorithm_in_name
-from mint_migrate.analyze.evidence import Value
+from mint_migrate.analyze.evidence import Level, Value
 from mint_migrate.analyze.hydra import compose, hydra_main
 from mint_migrate.analyze.pyvalues import PySource
 from mint_migrate.analyze.shell import Command, ShellScript
@@ -396,12 +396,16 @@ _OWN_FOLDER = re.compile(r'^(\$\(dirname "?\$0"?\)|\$\(cd "?\$\(dirname "?\$0"?\
 
 
 def _follow_config(project: Project, shell_file: InputFile, written: str) -> None:
+    """The config file a launch names, read as if it had been given: beside the launcher or in a
+    folder above it (`bash scripts/train.sh` run from the project's root, `--config configs/x.yaml`)."""
     written = _OWN_FOLDER.sub("", written)
     if project.find(written, shell_file.path.parent) is not None:
         return
-    candidate = shell_file.path.parent / os.path.expanduser(written)
-    if candidate.is_file() and candidate.suffix.lower() in {".yaml", ".yml", ".json"}:
-        add_file(project, candidate, auto=True)
+    on_disk(project, shell_file.path.parent, written, (".yaml", ".yml", ".json"))
+
+
+# Flags that name a model, a file or a folder: their value as written is worth showing unresolved.
+_PATH_LIKE = re.compile(r"model|path|dir|file|data")
 
 
 def command_flags(command: Command) -> dict[str, Value]:
@@ -410,6 +414,10 @@ def command_flags(command: Command) -> dict[str, Value]:
     for arg in command.args:
         if arg.kind in {"flag", "override"} and arg.value is not None:
             out[arg.name] = arg.value
+        elif arg.kind in {"flag", "override"} and _PATH_LIKE.search(arg.name) \
+                and (written := arg.setting_literal(Level.COMMAND)) is not None:
+            # `--model_name "$MODEL_PATH"` that only the machine resolves: still not the script's default
+            out[arg.name] = written
     return out
 
 

@@ -1,6 +1,7 @@
 """Python facts that mean the same in every framework: model and dataset loading, optimizers,
 LoRA configs, and the infrastructure imports that become server-side on MinT."""
 
+import builtins
 import functools
 import re
 
@@ -399,9 +400,12 @@ def called_reward(src: PySource) -> Value | None:
 
 
 def _reward_call(src: PySource, call: CallSite) -> tuple[str, Loc] | None:
-    if "reward" not in call.name.lower() or call.in_evaluation() or "reward" in _caller_name(src, call):
-        return None
     written = dotted_name(call.node.func) or call.name
+    # `rewards = score_completions(texts, answers)`: a scorer of the project's, named by what it gives
+    scores = "reward" in (call.assigned_to or "").lower() and "." not in written and not _library_call(call) \
+        and _SCORER_NAME.search(call.name) is not None
+    if not ("reward" in call.name.lower() or scores) or call.in_evaluation() or "reward" in _caller_name(src, call):
+        return None
     if call.assigned_to and any(dotted_name(c.node.func) == call.assigned_to for c in src.calls):
         return None  # `reward_fn = make_reward_fn(kind)`: a factory; the loop calls what it returns
     if "." not in written and call.name not in src.functions:
@@ -413,6 +417,16 @@ def _reward_call(src: PySource, call: CallSite) -> tuple[str, Loc] | None:
     if "." in written and _project_object(src, written.split(".", 1)[0]):
         return written, call.loc
     return None
+
+
+_SCORER_NAME = re.compile(r"score|grade|judge|verif", re.I)
+_LIBRARY_ROOTS = {"torch", "numpy", "np", "math", "random", "statistics", "itertools", "functools", "operator", "jax",
+                  "builtins"}
+
+
+def _library_call(call: CallSite) -> bool:
+    """A builtin or a numeric library's function (`torch.tensor(rewards)`, `sum(...)`), not a scorer."""
+    return call.name in vars(builtins) or call.qualname.split(".", 1)[0] in _LIBRARY_ROOTS
 
 
 def _aliased_function(src: PySource, call: CallSite) -> tuple[str, Loc] | None:

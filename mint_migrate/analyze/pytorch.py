@@ -51,12 +51,65 @@ _NAMED = {  # variable / argparse names -> settings, when the loop code itself c
 }
 
 
+def _range_count(src: PySource, iterator: cst.Call, scope) -> Value | None:
+    """How many times `range(...)` runs, where the inputs say: `range(n)` is n, at n's line;
+    `range(1, cfg.max_steps + 1)` is cfg.max_steps, at its line; `range(a, b)` is b - a."""
+    args = [a.value for a in iterator.args]
+    if len(args) == 1 or len(args) > 3:
+        bound = src.evaluate(args[0], scope) if len(args) == 1 else None
+        return bound if bound is not None and as_int(bound.value) is not None else None
+    if len(args) == 3 and as_int(getattr(src.evaluate(args[2], scope), "value", None)) != 1:
+        return None
+    start, stop = args[0], args[1]
+    first = as_int(getattr(src.evaluate(start, scope), "value", None))
+    if first is None:
+        return None
+    if isinstance(stop, cst.BinaryOperation) and isinstance(stop.operator, cst.Add) \
+            and isinstance(stop.right, cst.Integer) and int(stop.right.value) == first:
+        bound = src.evaluate(stop.left, scope)  # `range(1, n + 1)`: n
+        return bound if bound is not None and as_int(bound.value) is not None else None
+    bound = src.evaluate(stop, scope)
+    if bound is None or as_int(bound.value) is None:
+        return None
+    return bound if first == 0 else bound.with_value(as_int(bound.value) - first)
+
+
 def is_training_script(src: PySource) -> bool:
-    """A loop (backward, an optimizer), transformers' Trainer, or a hydra-configured program that
-    builds an optimizer over a model's parameters (`getattr(torch.optim, cfg.optimizer)(...)`)."""
+    """A loop (backward, an optimizer), transformers' Trainer, a hydra-configured program that
+    builds an optimizer over a model's parameters (`getattr(torch.optim, cfg.optimizer)(...)`), or
+    a script that loads a model and hands it to the project's own training function."""
     return (bool(src.calls_named("backward")) or bool(optimizer_lr(src)) or bool(src.calls_named(*_HF_TRAINERS))
             or starts_a_trainer(src)
-            or (bool(src.calls_named("parameters")) and any(c.qualname == "hydra.main" for c in src.calls)))
+            or (bool(src.calls_named("parameters")) and any(c.qualname == "hydra.main" for c in src.calls))
+            or hands_a_model_to_training(src) is not None)
+
+
+# A function named for training (`train_grpo`, `grpo_train`, `train_model`, `run_training`).
+_TRAINING_FUNCTION = re.compile(r"(^|_)train(ing)?(_|$)")
+
+
+def hands_a_model_to_training(src: PySource):
+    """`train_grpo(policy=policy, ...)` after `policy = AutoModelForCausalLM.from_pretrained(...)`:
+    the loop is the project's own function (often in a file not given); that call, else None."""
+    for call in src.calls:
+        if not _TRAINING_FUNCTION.search(call.name) or isinstance(call.node.func, cst.Attribute):
+            continue
+        for arg in call.node.args:
+            if not isinstance(arg.value, cst.Name):
+                continue
+            found = src.definition(arg.value.value, call.scope, src.line(arg.value))
+            if found is not None and found[0] == "assign" and _loads_pretrained(found[1].value):
+                return call
+    return None
+
+
+def _loads_pretrained(node: cst.BaseExpression) -> bool:
+    """`X.from_pretrained(...)`, also behind `.to(device)` / `.cuda()`."""
+    while isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+        if node.func.attr.value == "from_pretrained":
+            return True
+        node = node.func.value
+    return False
 
 
 def analyze(project: Project, ev: Evidence) -> None:
@@ -81,6 +134,14 @@ def analyze(project: Project, ev: Evidence) -> None:
         _split_preference(project, ev)
         _split_policy_gradient(project, ev)
     vote = ev.algorithm()
+    if vote is None or vote.weight == 0:  # `train_grpo(policy=model, ...)`: what the training function is named for
+        for f in project.pythons():
+            handed = hands_a_model_to_training(f.python)
+            named = algorithm_in_name(handed.name) if handed is not None else None
+            if named is not None:
+                ev.vote(named, handed.loc, f"{handed.name}(...): the project's training function, by its name", 1)
+                break
+        vote = ev.algorithm()
     if project.guessed or vote is None or vote.weight == 0:  # the code said nothing: what its files are named for
         _named_algorithm(project, ev)
         vote = ev.algorithm()
@@ -211,8 +272,8 @@ def _settings(src: PySource, ev: Evidence) -> None:
     for target, iterator, scope, loc in src.loops:
         if not (isinstance(iterator, cst.Call) and dotted_name(iterator.func) == "range" and iterator.args):
             continue
-        bound = src.evaluate(iterator.args[-1].value if len(iterator.args) == 1 else iterator.args[1].value, scope)
-        if bound is None or as_int(bound.value) is None:
+        bound = _range_count(src, iterator, scope)
+        if bound is None:
             continue
         outer = src.index.outer_loops.get(loc.line, ())
         if "epoch" in target.lower() and any(w in o.lower() for o in outer for w in _STEP_WORDS):

@@ -64,6 +64,7 @@ _ENV_RUNNERS = {"uv", "poetry", "pipenv", "conda", "pixi", "rye", "hatch"}  # `c
 _AUXILIARY = ("batch_inference", "inference", "generate", "preprocess", "prepare_data", "data_prep", "lm_eval",
               "evaluate", "eval_", "serve", "merge", "convert", "export", "download", "upload", "interactive_chat",
               "uvicorn", "gunicorn", "launch_server", "vllm.entrypoints")  # a judge or teacher server beside the run
+_AUXILIARY_FOLDERS = {"eval", "evals", "evaluation", "evaluations", "benchmark", "benchmarks", "inference"}
 _DECLARE = {"export", "declare", "local", "readonly", "typeset"}
 # A value that is only a positional parameter (`"$3"`): "the caller's third argument", nothing more.
 POSITIONAL_ONLY = re.compile(r"(\$(\d|\{\d+\}|@|\*|OPTARG|\{OPTARG\}))+")  # getopts' $OPTARG is one too
@@ -455,7 +456,8 @@ class Command:
         """A command a launcher runs around the training (data preparation, generation, evaluation,
         export): its flags are not the training run's settings."""
         target = (self.module or self.script or "").lower()
-        return any(word in target for word in _AUXILIARY)
+        folders = [part.lower() for part in self.target_parts[:-1]]  # `src/eval/runner.py`, `-m bench.evals.run`
+        return any(word in target for word in _AUXILIARY) or any(part in _AUXILIARY_FOLDERS for part in folders)
 
     def flags(self) -> list[Arg]:
         return [a for a in self.args if a.kind == "flag"]
@@ -1085,6 +1087,9 @@ class ShellScript:
                 if part.kind == "var" and part.text in self.variables and self.variables[part.text].loc is not None:
                     fields[-1].spans.append((start, len(fields[-1].chars), self._line_of(part.text, part.line)))
                 keep[-1] = keep[-1] or part.quoted
+        every_argument = [p for p in parts if p.kind == "var" and p.text in "@*" and len(p.text) == 1]
+        if not positional and every_argument and all(p in every_argument or (p.kind == "lit" and not p.text) for p in parts):
+            return [f for f in fields if f.chars]  # `"$@"` with no arguments (or the caller's, unknown): no word
         return [f for f, k in zip(fields, keep, strict=True) if f.chars or k]
 
     def _part_value(self, part: Part, positional: list[Text] | None) -> Text | None:
@@ -1523,7 +1528,10 @@ class ShellScript:
         if text is None:
             self.unresolved.append((self._at(tok.line), tok.raw))
             return Arg(_norm(flag), flag, None, "flag", _unquote(raw), loc, at=at)
-        return Arg(_norm(flag), flag, Value(parse_scalar(text), loc, self.level), "flag", _unquote(raw), loc, at=at)
+        value = parse_scalar(text)
+        if value is None:  # argparse hands the script the word itself (`--report_to none`); hydra's `k=null` is None
+            value = text
+        return Arg(_norm(flag), flag, Value(value, loc, self.level), "flag", _unquote(raw), loc, at=at)
 
     def _finish(self, program: str, module: str | None, script: str | None, sub: str | None,
                 launcher_args: list[Arg], toks: list[Tok], start: Loc, env: dict[str, Value],

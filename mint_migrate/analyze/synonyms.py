@@ -49,7 +49,8 @@ _NAMES: dict[str, Meaning] = {
                                        "gradient_accumulation grad_accum accum_steps grad_accumulation_steps",
         "num_epochs": "num_train_epochs num_epochs epochs total_epochs max_epochs n_epochs",
         "max_steps": "max_steps total_training_steps num_steps total_steps train_steps max_train_steps "
-                     "num_training_steps all_steps num_batches steps n_steps training_steps",
+                     "num_training_steps all_steps num_batches steps n_steps training_steps "
+                     "n_grpo_steps num_grpo_steps grpo_steps num_rollout_steps n_rollout_steps num_rl_steps",
         "max_seq_length": "max_length max_seq_length max_len seq_len cutoff_len model_max_length max_seq_len "
                           "max_sequence_length context_length seq_length block_size",
         "max_prompt_length": "max_prompt_length prompt_max_len max_prompt_len max_req_tokens max_prompt_tokens "
@@ -66,7 +67,7 @@ _NAMES: dict[str, Meaning] = {
                            "responses_per_prompt num_rollouts n",
         "kl_coef": "kl_coef init_kl_coef kl_loss_coef kl_penalty_coef kl_coefficient kl_beta kl_weight",
         "clip_ratio": "clip_ratio clip_ratio_low eps_clip epsilon clip_param cliprange clip_range "
-                      "eps_clip_low_high clip_eps",
+                      "eps_clip_low_high clip_eps clip_epsilon",
         "temperature": "temperature",
         "reward_functions": "reward_funcs reward_functions reward_fn reward_func reward_function",
     }),

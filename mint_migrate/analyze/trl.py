@@ -138,6 +138,15 @@ def analyze(project: Project, ev: Evidence) -> None:
 # --- algorithm -------------------------------------------------------------------------------------
 
 
+def _named_items(value: object) -> list[str] | None:
+    """`rewards: [{name: correctness, weight: 1.0}, format]` in a recipe a script builds its
+    reward_funcs from: the names, else None (not a list of names)."""
+    if not isinstance(value, list) or not value:
+        return None
+    names = [item if isinstance(item, str) else item.get("name") if isinstance(item, dict) else None for item in value]
+    return names if all(isinstance(n, str) and n for n in names) else None
+
+
 def _vote_algorithm(project: Project, ev: Evidence) -> None:
     bases = {name: info.bases for f in project.pythons() for name, info in f.python.classes.items()}
     for f in project.pythons():
@@ -422,6 +431,8 @@ def _apply_fields(fields: list[tuple[str, Value | None]], algorithm: Algorithm, 
         elif name == "reward_funcs":
             names = value.value if isinstance(value.value, list) else [value.value]
             ev.setting("reward_functions", value.with_value([str(n) for n in names]))
+        elif name in {"rewards", "reward_functions", "reward_fns"} and _named_items(value.value):
+            ev.setting("reward_functions", value.with_value(_named_items(value.value)))  # the recipe's own list
         elif name in FIELDS:
             ev.setting(FIELDS[name], value)
         elif name in {"lora_r", "lora_alpha", "lora_target_modules", "use_peft"}:
