@@ -1408,3 +1408,34 @@ def test_a_script_written_for_python_3_12_f_strings_is_read(tmp_path):
     plan = analyze(source, [])
     assert plan.framework == "pytorch"
     assert (plan.settings.learning_rate.value, plan.settings.max_steps.value) == (1e-5, 100)
+
+
+def test_a_dataset_repository_fetched_from_the_hub_names_the_data_unless_it_is_a_missing_files_fallback(tmp_path):
+    """`hf_hub_download(REPO, "pairs.jsonl", repo_type="dataset")` names the dataset at REPO's line; the
+    same call under `if not os.path.exists(path):` only stands in for a file the machine lacks."""
+    loop = """
+        import os
+        import torch
+        from huggingface_hub import hf_hub_download
+        from transformers import AutoModelForCausalLM
+
+        PAIRS_REPO = "someone/pref-pairs"
+        DATA = "data/pairs.jsonl"
+        model = AutoModelForCausalLM.from_pretrained("Qwen/Qwen2.5-0.5B")
+        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-6)
+        {fetch}
+        for row in open(path):
+            loss = model(input_ids=torch.zeros(1, 4, dtype=torch.long)).loss
+            loss.backward()
+            optimizer.step()
+    """
+    fetched = write(tmp_path, "fetched/train.py", loop.replace(
+        "{fetch}", 'path = hf_hub_download(PAIRS_REPO, "pairs.jsonl", repo_type="dataset")'))
+    plan = analyze(fetched, [])
+    assert (plan.settings.dataset.value, plan.settings.dataset.source) == ("someone/pref-pairs", "train.py:6")
+    fallback = write(tmp_path, "fallback/train.py", loop.replace("{fetch}", (
+        'path = DATA\n'
+        '        if not os.path.exists(path):\n'
+        '            path = hf_hub_download(PAIRS_REPO, "pairs.jsonl", repo_type="dataset")')))
+    plan = analyze(fallback, [])
+    assert plan.settings.dataset is None or plan.settings.dataset.value != "someone/pref-pairs"

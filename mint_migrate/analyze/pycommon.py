@@ -9,7 +9,7 @@ import libcst as cst
 
 from mint_migrate.analyze.algorithm_names import NAMED_WORDS, algorithm_in_name
 from mint_migrate.analyze.evidence import Evidence, Loc, Value
-from mint_migrate.analyze.pyvalues import CallSite, PySource
+from mint_migrate.analyze.pyvalues import CallSite, PySource, on_the_filesystem
 from mint_migrate.analyze.registry import analyzers
 from mint_migrate.pyindex import dotted_name, iter_nodes, literal_value
 
@@ -112,7 +112,7 @@ def _parameters_owner(node: cst.BaseExpression | None) -> str | None:
 
 
 def dataset_id(call: CallSite) -> Value | None:
-    first = call.kwarg("path") or call.arg(0)
+    first = call.kwarg("path") or call.kwarg("repo_id") or call.arg(0)
     # A file-format builder ("json", "parquet", ...) names its files in data_files; any other first
     # argument (a Hub id, a path, or a value we could not read, such as a list) is the dataset itself.
     if first is not None and isinstance(first.value, str) and first.value in {"json", "parquet", "csv", "text", "arrow"}:
@@ -149,6 +149,12 @@ def dataset_calls(src: PySource) -> list[CallSite]:
     project's own handed a data file (`load_data("./data/train.json")`), else a data file read by hand
     (`with open("train.json") as f: data = json.load(f)`, `pd.read_json("train.jsonl")`)."""
     found = src.calls_named("load_dataset", "load_from_disk")
+    if found:
+        return found
+    # a dataset repository fetched from the Hub (`hf_hub_download(REPO, "pairs.jsonl", repo_type="dataset")`)
+    found = [c for c in src.calls_named("hf_hub_download", "snapshot_download")
+             if getattr(c.kwarg("repo_type"), "value", None) == "dataset" and not c.in_evaluation()
+             and not on_the_filesystem(c.guards)]  # `if not os.path.exists(path):` download: a fallback
     if found:
         return found
 

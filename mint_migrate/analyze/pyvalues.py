@@ -119,7 +119,8 @@ _ARGS_PARAMS = {"args", "opt", "opts", "arguments", "cli_args", "parsed_args", "
 _FILESYSTEM_TESTS = ("exists", "isfile", "isdir", "is_file", "is_dir", "access")
 
 
-def _on_the_filesystem(guards: tuple[tuple[cst.BaseExpression, bool], ...]) -> bool:
+def on_the_filesystem(guards: tuple[tuple[cst.BaseExpression, bool], ...]) -> bool:
+    """Under an `if` that asks the machine's filesystem (`if not os.path.exists(path):`)."""
     return any(isinstance(n, cst.Call) and (dotted_name(n.func) or "").rsplit(".", 1)[-1] in _FILESYSTEM_TESTS
                for test, _holds in guards for n in iter_nodes(test))
 
@@ -669,7 +670,7 @@ class PySource:
             before = [a for a in candidates if a.line <= use_line and not (a.guards and self.switched_off(a.guards, a.scope))]
             # `if not os.path.exists(path): path = "fallback.jsonl"`: the machine decides; the value
             # the script states first is the one it asks for
-            stated = [a for a in before if not _on_the_filesystem(a.guards)]
+            stated = [a for a in before if not on_the_filesystem(a.guards)]
             before = stated or before
             chosen = before[-1] if (before and s is scope) else candidates[-1]
             return ("assign", chosen, s)

@@ -36,7 +36,7 @@ _NAMES: dict[str, Meaning] = {
                       "model_id policy_model_path sft_model_path hf_assets_path policy_model model_name_or_id",
         "dataset": "dataset dataset_name dataset_path train_files train_file train_data data_path dataset_id "
                    "prompt_data train_dataset datasets dataset_mixture data_files train_file_dir data_file_paths "
-                   "train_filename train_data_path train_path",
+                   "train_filename train_data_path train_path train_jsonl train_json train_set",
         "learning_rate": "learning_rate lr actor_learning_rate policy_learning_rate optim_lr",
         "per_device_batch_size": "per_device_train_batch_size micro_train_batch_size micro_batch_size per_device_training_batch_size batch_size_training "
                                  "ppo_micro_batch_size_per_gpu micro_batch_size_per_gpu local_batch_size "
