@@ -1439,3 +1439,83 @@ def test_a_dataset_repository_fetched_from_the_hub_names_the_data_unless_it_is_a
         '            path = hf_hub_download(PAIRS_REPO, "pairs.jsonl", repo_type="dataset")')))
     plan = analyze(fallback, [])
     assert plan.settings.dataset is None or plan.settings.dataset.value != "someone/pref-pairs"
+
+
+def test_a_wrapper_runs_its_child_launcher_by_another_machines_path_and_with_an_environment_prefix(tmp_path):
+    """`bash /home/me/TinyZero/scripts/grpo/grpo.sh` is the checkout's scripts/grpo/grpo.sh, found by its
+    last parts (never this machine's path); `CUDA_VISIBLE_DEVICES=0,1 bash scripts/x.sh` runs it too,
+    with what the wrapper exported."""
+    write(tmp_path, "scripts/grpo/grpo.sh", """
+        python3 -m verl.trainer.main_ppo algorithm.adv_estimator=grpo \\
+          data.train_files=$DATA_DIR/train.parquet data.train_batch_size=64 \\
+          actor_rollout_ref.model.path=$BASE_MODEL actor_rollout_ref.actor.optim.lr=1e-6 \\
+          actor_rollout_ref.rollout.n=5
+    """)
+    for name, call in (("scripts/grpo/run.sh", "bash /home/me/TinyZero/scripts/grpo/grpo.sh > /home/me/log.txt 2>&1"),
+                       ("run_env.sh", "CUDA_VISIBLE_DEVICES=0,1 \\\n        bash scripts/grpo/grpo.sh")):
+        launcher = write(tmp_path, name, f"""
+            export BASE_MODEL=Qwen/Qwen2.5-3B
+            export DATA_DIR=data/countdown
+            {call}
+        """)
+        plan = analyze(launcher, [])
+        assert (plan.framework, plan.algorithm) == ("verl", "grpo"), name
+        assert plan.settings.base_model.value == "Qwen/Qwen2.5-3B"
+        assert plan.settings.num_generations.value == 5
+
+
+def test_a_trl_trainer_handed_a_dataset_a_project_function_builds_from_a_name(tmp_path):
+    """`dataset = get_math_questions("gsm8k", split="train")` ... `GRPOTrainer(train_dataset=dataset)`:
+    the name the project's builder is given is the dataset."""
+    source = write(tmp_path, "train_grpo.py", """
+        from trl import GRPOConfig, GRPOTrainer
+        from data_utils import get_math_questions
+        from rewards import accuracy_reward
+
+        def train():
+            dataset = get_math_questions("gsm8k", split="train")
+            args = GRPOConfig(output_dir="out", learning_rate=5e-6, num_generations=4)
+            trainer = GRPOTrainer(model="Qwen/Qwen2.5-1.5B-Instruct", args=args, train_dataset=dataset,
+                                  reward_funcs=[accuracy_reward])
+            trainer.train()
+
+        if __name__ == "__main__":
+            train()
+    """)
+    plan = analyze(source, [])
+    assert (plan.settings.dataset.value, plan.settings.dataset.source) == ("gsm8k", "train_grpo.py:6")
+
+
+def test_a_verifiers_grpo_script_with_typer_options_is_trl_grpo_with_its_options_defaults(tmp_path):
+    """verifiers drives TRL's GRPO: `args = vf.grpo_defaults(...)` then `args.learning_rate = learning_rate`,
+    each value a typer option's declared default."""
+    source = write(tmp_path, "scripts/train_gsm8k.py", """
+        import typer
+        import verifiers as vf
+
+        app = typer.Typer()
+
+        @app.command()
+        def train(
+            model: str = typer.Option("Qwen/Qwen2.5-7B-Instruct", "--model", "-m", help="model"),
+            num_generations: int = typer.Option(8, help="samples per prompt"),
+            learning_rate: float = typer.Option(1e-5, "--learning-rate", "-lr"),
+            kl_beta: float = typer.Option(0.0, "--kl-beta"),
+        ):
+            vf_env = vf.load_environment(env_id="gsm8k")
+            model, tokenizer = vf.get_model_and_tokenizer(model)
+            training_args = vf.grpo_defaults(run_name="gsm8k")
+            training_args.num_generations = num_generations
+            training_args.learning_rate = learning_rate
+            training_args.beta = kl_beta
+            trainer = vf.GRPOTrainer(model=model, processing_class=tokenizer, env=vf_env, args=training_args)
+            trainer.train()
+
+        if __name__ == "__main__":
+            app()
+    """)
+    plan = analyze(source, [])
+    assert (plan.framework, plan.algorithm) == ("trl", "grpo")
+    assert (plan.settings.learning_rate.value, plan.settings.learning_rate.source) == (1e-5, "train_gsm8k.py:10")
+    assert plan.settings.num_generations.value == 8
+    assert plan.settings.kl_coef.value == 0.0

@@ -21,7 +21,7 @@ import libcst as cst
 from mint_migrate.analyze.evidence import Level, Loc, Value
 from mint_migrate.analyze.inputs import InputFile, Project
 from mint_migrate.analyze.pycommon import OPTIMIZERS, unread_field
-from mint_migrate.analyze.pyvalues import CallSite, PySource, unpacked
+from mint_migrate.analyze.pyvalues import CallSite, PySource, option_default, unpacked
 from mint_migrate.analyze.scalars import parse_scalar
 from mint_migrate.analyze.synonyms import looks_like_setting, meaning
 from mint_migrate.analyze.yamlconf import YamlConfig
@@ -260,9 +260,10 @@ def _entry_defaults(src: PySource) -> list[Stated]:
         if "@" in name or not (name in _ENTRY_NAMES or name in fired or _is_loss(name)):
             continue
         for param in info.params.values():
-            if param.default is None or not _literal_node(param.default):
+            default = option_default(param.default) if param.default is not None else None  # typer.Option(8, ...)
+            if default is None or not _literal_node(default):
                 continue
-            value = src.evaluate(param.default, None)
+            value = src.evaluate(default, None)
             if value is None or value.value is None or not _plain(value.value):
                 continue
             out.append(Stated(param.name, value.value, value.loc, Level.DEFAULT, "argparse", owner=name))

@@ -227,6 +227,14 @@ def _follow_sources(project: Project) -> None:
             found = project.find(written, near)
             if found is None and not written.startswith(("/", "~")):  # the project's files, never ~/.bashrc
                 found = on_disk(project, near, written, (".sh", ".bash"))
+            if found is None and written.startswith("/") and "/." not in written:
+                # `bash /home/me/proj/scripts/grpo.sh`: another machine's checkout, found by its last
+                # parts in this one (never the path itself: this machine's /etc is not the project's)
+                parts = PurePosixPath(written).parts[1:]
+                for k in range(min(3, len(parts) - 1), 0, -1):
+                    found = on_disk(project, near, "/".join(parts[-k:]), (".sh", ".bash"))
+                    if found is not None:
+                        break
             return (found.text, found.label) if found is not None and found.shell is not None else None
 
         f.shell = ShellScript(f.text, f.label, sources=sourced)

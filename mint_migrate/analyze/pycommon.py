@@ -171,6 +171,14 @@ def dataset_calls(src: PySource) -> list[CallSite]:
            and ("data" in c.name.lower() or c.name.startswith("load")) and data_file(c)]
     if own:
         return own
+    # what the trainer is handed, built by a function of the project's from a name
+    # (`dataset = get_math_questions("gsm8k", split="train")` ... `GRPOTrainer(train_dataset=dataset)`)
+    handed = {a.value.value for c in src.calls for a in c.node.args
+              if a.keyword is not None and a.keyword.value == "train_dataset" and isinstance(a.value, cst.Name)}
+    built = [c for c in src.calls if c.assigned_to in handed and (c.name in src.functions or c.name in src.imports)
+             and isinstance(getattr(c.arg(0), "value", None), str) and not c.in_evaluation()]
+    if built:
+        return built[:1]
     return [c for c in src.calls if c.name in ("open", "read_json", "read_csv", "read_parquet") and data_file(c)
             and not _NOT_TRAINING_DATA.search(c.arg(0).value)
             and str(getattr(c.kwarg("mode") or c.arg(1), "value", "r")).startswith("r")]

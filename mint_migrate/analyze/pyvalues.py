@@ -119,6 +119,19 @@ _ARGS_PARAMS = {"args", "opt", "opts", "arguments", "cli_args", "parsed_args", "
 _FILESYSTEM_TESTS = ("exists", "isfile", "isdir", "is_file", "is_dir", "access")
 
 
+# A command-line parameter declared by its default's call (typer's, click's): `lr: float = typer.Option(1e-5, help=...)`.
+_OPTION_CALLS = {"Option", "Argument"}
+
+
+def option_default(node: cst.BaseExpression) -> cst.BaseExpression:
+    """The default a parameter declares: `typer.Option(1e-5, "--lr")` declares 1e-5."""
+    if isinstance(node, cst.Call) and (dotted_name(node.func) or "").rsplit(".", 1)[-1] in _OPTION_CALLS:
+        given = next((a.value for a in node.args if a.keyword is not None and a.keyword.value == "default"), None)
+        first = node.args[0].value if node.args and node.args[0].keyword is None else None
+        return given or first or node
+    return node
+
+
 def on_the_filesystem(guards: tuple[tuple[cst.BaseExpression, bool], ...]) -> bool:
     """Under an `if` that asks the machine's filesystem (`if not os.path.exists(path):`)."""
     return any(isinstance(n, cst.Call) and (dotted_name(n.func) or "").rsplit(".", 1)[-1] in _FILESYSTEM_TESTS
@@ -642,7 +655,7 @@ class PySource:
                     return passed  # else the default, as for any call we cannot follow
             if param.default is None:
                 return None
-            value = self.evaluate(param.default, def_scope, depth + 1)
+            value = self.evaluate(option_default(param.default), def_scope, depth + 1)
             return None if value is None else Value(value.value, value.loc, Level.DEFAULT)
         assignment: Assignment = obj
         value = unpacked(assignment, name)

@@ -745,6 +745,9 @@ class ShellScript:
     def _child_script(self, words: list[Word], positional: list[Text] | None, calls: int) -> bool:
         """`bash scripts/train.sh [args]` (or `sh`, or `./scripts/train.sh`): a script the inputs hold
         runs as a child shell: it sees what this one exported, and what it sets stays its own."""
+        env = []  # `CUDA_VISIBLE_DEVICES=0,1 bash train.sh`: the child's environment, not this shell's
+        while len(words) > 1 and _assignment(words[0]) is not None:
+            env, words = [*env, words[0]], words[1:]
         first = _literal(words[0]) or ""
         if first.rsplit("/", 1)[-1] in {"bash", "sh", "zsh"} and len(words) >= 2 \
                 and not (_literal(words[1]) or "-").startswith("-"):
@@ -759,6 +762,9 @@ class ShellScript:
         self._texts = {name: text for name, text in self._texts.items() if name in self.exports}
         self._arrays, self.partial, self._functions = {}, {}, {}
         self.exports = dict(self.exports)
+        for word in env:
+            self._assign(word, positional)
+            self.exports[_assignment(word)] = self.variables[_assignment(word)]
         try:
             self._exec(found, [t for w in words[1:] for t in self._fields(w, positional)], calls + 1, 0)
         finally:

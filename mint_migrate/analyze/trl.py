@@ -271,6 +271,9 @@ def _python(project: Project, f: InputFile, ev: Evidence, fields: list[tuple[str
                 fields += src.attribute_writes(call.assigned_to)
             if base in CONFIGS:
                 ev.construct(f"{call.name}(...)", call.loc, _config_target(CONFIGS[base]))
+        elif call.name.endswith("_defaults") and call.qualname.split(".", 1)[0] == "verifiers" and call.assigned_to:
+            # `args = vf.grpo_defaults(run_name=...)`, then `args.learning_rate = lr`: a GRPOConfig verifiers fills
+            fields += list(call.kwargs().items()) + src.attribute_writes(call.assigned_to)
         elif (trainer := trl_class(call.name, TRAINERS)) is not None:
             _trainer(project, call, trainer, src, ev, fields)
         elif call.name == "LoraConfig" and not call.discarded():
@@ -678,7 +681,7 @@ def _trl_reward(project: Project, ev: Evidence, settings: Settings) -> RewardPla
     return plan
 
 
-_IMPORTS = ("trl", "alignment", "open_r1")  # alignment-handbook and open-r1 drive TRL trainers
+_IMPORTS = ("trl", "alignment", "open_r1", "verifiers")  # alignment-handbook, open-r1 and verifiers drive TRL trainers
 
 
 def _shows_trl(src: PySource) -> Loc | None:
