@@ -409,6 +409,10 @@ def _follow_config(project: Project, shell_file: InputFile, written: str) -> Non
     written = _OWN_FOLDER.sub("", written)
     if project.find(written, shell_file.path.parent) is not None:
         return
+    candidate = shell_file.path.parent / os.path.expanduser(written)
+    if candidate.is_file() and candidate.suffix.lower() in {".yaml", ".yml", ".json"}:
+        add_file(project, candidate, auto=True)  # the path as written: outside an MCP tool's fence, say so
+        return
     on_disk(project, shell_file.path.parent, written, (".yaml", ".yml", ".json"))
 
 
