@@ -1519,3 +1519,77 @@ def test_a_verifiers_grpo_script_with_typer_options_is_trl_grpo_with_its_options
     assert (plan.settings.learning_rate.value, plan.settings.learning_rate.source) == (1e-5, "train_gsm8k.py:10")
     assert plan.settings.num_generations.value == 8
     assert plan.settings.kl_coef.value == 0.0
+
+
+def test_a_script_run_without_flags_reads_the_config_its_config_option_defaults_to(tmp_path):
+    """`parser.add_argument("--config", default="configs/grpo.yaml")`, the script run as given from the
+    project's root: that YAML is read from disk, sections and all (`tcfg = cfg["training"]`)."""
+    write(tmp_path, "configs/grpo.yaml", """
+        dataset:
+          name: openai/gsm8k
+        training:
+          per_device_train_batch_size: 2
+          learning_rate: 2.0e-5
+          num_generations: 4
+    """)
+    source = write(tmp_path, "scripts/run_grpo.py", """
+        import argparse
+        import yaml
+        from datasets import load_dataset
+        from trl import GRPOConfig, GRPOTrainer
+
+        p = argparse.ArgumentParser()
+        p.add_argument("--config", default="configs/grpo.yaml")
+        args = p.parse_args()
+        with open(args.config) as f:
+            cfg = yaml.safe_load(f)
+        tcfg = cfg["training"]
+        ds = load_dataset(cfg["dataset"]["name"], "main", split="train")
+        config = GRPOConfig(output_dir="out", per_device_train_batch_size=tcfg["per_device_train_batch_size"],
+                            learning_rate=tcfg["learning_rate"], num_generations=tcfg["num_generations"])
+        GRPOTrainer(model="Qwen/Qwen2.5-0.5B", args=config, train_dataset=ds, reward_funcs=[]).train()
+    """)
+    plan = analyze(source, [])
+    assert plan.settings.dataset.value == "openai/gsm8k"
+    assert (plan.settings.learning_rate.value, plan.settings.learning_rate.source) == (2e-5, "../configs/grpo.yaml:5")
+    assert (plan.settings.per_device_batch_size.value, plan.settings.num_generations.value) == (2, 4)
+
+
+def test_a_module_of_a_src_layout_and_a_loop_handed_the_projects_own_grpo_config(tmp_path):
+    """`python -m pkg.train_dpo` from the root of a src-layout project is src/pkg/train_dpo.py; a loop
+    handed `GrpoConfig(...)` of its own (not TRL's) is named for GRPO, and its trainer's
+    `train(dataset, num_steps=1)` is the run's length."""
+    write(tmp_path, "src/pkg/train_dpo.py", """
+        from trl import DPOConfig, DPOTrainer
+
+        def main():
+            args = DPOConfig(output_dir="out", per_device_train_batch_size=1, beta=0.1, learning_rate=5e-7)
+            DPOTrainer(model="Qwen/Qwen2.5-0.5B", args=args, train_dataset=None).train()
+
+        if __name__ == "__main__":
+            main()
+    """)
+    launcher = write(tmp_path, "scripts/run.sh", """
+        cd "$(dirname "$0")/.."
+        python -m pkg.train_dpo
+    """)
+    plan = analyze(launcher, [])
+    assert (plan.framework, plan.algorithm) == ("trl", "dpo")
+    assert (plan.settings.per_device_batch_size.value, plan.settings.beta.value) == (1, 0.1)
+    loop = write(tmp_path, "loop/train_model.py", """
+        import torch
+        from transformers import AutoModelForCausalLM
+        from rl.trainer import CustomRLTrainer, GrpoConfig
+
+        def main():
+            model = AutoModelForCausalLM.from_pretrained("Qwen/Qwen2.5-1.5B-Instruct")
+            config = GrpoConfig(group_size=4, learning_rate=1e-6, max_new_tokens=256)
+            trainer = CustomRLTrainer(model=model, config=config)
+            trainer.train(["2+2"], num_steps=1)
+
+        if __name__ == "__main__":
+            main()
+    """)
+    plan = analyze(loop, [])
+    assert (plan.framework, plan.algorithm) == ("pytorch", "grpo")
+    assert (plan.settings.num_generations.value, plan.settings.max_steps.value) == (4, 1)

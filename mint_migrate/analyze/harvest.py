@@ -69,7 +69,8 @@ _SETTING_CALLS = {"from_pretrained", "generate", "load_dataset", "get_scheduler"
                   "DataLoader", "sample", "sample_async", "clip_grad_norm_", "clip_grad_value_",
                   "SamplingParams", "LLM", "spawn_service", "as_service", "options", "manual_seed", "seed",
                   "set_seed", "seed_everything", "AdamParams", "create_lora_training_client",
-                  "create_lora_training_client_async", "prepare_model_for_kbit_training", "BitsAndBytesConfig"}
+                  "create_lora_training_client_async", "prepare_model_for_kbit_training", "BitsAndBytesConfig",
+                  "train"}  # `trainer.train(dataset, num_steps=1)`: a project trainer's run length
 # Calls that are not settings calls, but some of whose keywords are (never filling a canonical
 # setting): the truncation length of the tokenizer call that builds the training batch, and the
 # loss a training step is given (`forward_backward(data, loss_fn="importance_sampling")`).

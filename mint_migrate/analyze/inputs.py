@@ -321,6 +321,8 @@ def _link_launches(project: Project, framework_modules: tuple[str, ...]) -> None
                             candidate = f.path.parent / arg.value.value
                             if candidate.is_file() and candidate.suffix.lower() in {".yaml", ".yml"}:
                                 add_file(project, candidate, auto=True)
+        if f.primary or f.launched_by is not None:
+            _follow_default_config(project, f)
         f.python.use_configs([y.yaml for y in project.yamls()])
         hydra = hydra_main(f.python)
         if hydra is not None:
@@ -328,6 +330,18 @@ def _link_launches(project: Project, framework_modules: tuple[str, ...]) -> None
             composed = compose(f.path.parent / config_dir, name, f.python.cli, project.label_for)
             if composed is not None:
                 f.python.use_hydra(composed)
+
+
+def _follow_default_config(project: Project, f: InputFile) -> None:
+    """The config a script reads when run as given: its `--config` option's value from the command
+    line, else its default (`parser.add_argument("--config", default="configs/grpo.yaml")`), found
+    beside the script or in a folder above it (scripts run from the project's root)."""
+    for name in CONFIG_FLAGS & set(f.python.argparse):
+        value = f.python.argparse_value(name)
+        written = value.value if value is not None else None
+        if isinstance(written, str) and written.endswith((".yaml", ".yml", ".json")) \
+                and project.find(written, f.path.parent) is None:
+            on_disk(project, f.path.parent, written, (".yaml", ".yml", ".json"))
 
 
 def _compose_for_missing_script(project: Project) -> None:
@@ -385,7 +399,8 @@ def _own_module(project: Project, launcher: InputFile, module: str,
     if any(module == name or module.startswith(name + ".") for name in framework_modules):
         return None
     written = module.replace(".", "/") + ".py"
-    found = project.find(written, launcher.path.parent) or python_on_disk(project, launcher.path.parent, written)
+    found = project.find(written, launcher.path.parent) or python_on_disk(project, launcher.path.parent, written) \
+        or python_on_disk(project, launcher.path.parent, "src/" + written)  # the src layout, installed with pip -e
     return found if found is not None and found.python is not None else None
 
 

@@ -167,6 +167,9 @@ def _named_algorithm(project: Project, ev: Evidence) -> None:
     names = [(c.target_parts[-1], c.loc) for c in missing]
     names += [(f.path.stem, Loc(f.label, 1)) for f in project.files if f.python or f.shell]
     names += [(c.name, c.loc) for f in project.pythons() for c in trainer_runs(f.python)]
+    # the project's own config class the loop is handed (`GrpoConfig(batch_size=8, group_size=4)`)
+    names += [(c.name, c.loc) for f in project.pythons() for c in f.python.calls if c.name.endswith("Config")
+              and c.name in f.python.imports and not c.name.startswith(("Auto", "Lora", "BitsAndBytes"))]
     names += [(f.path.stem, Loc(f.label, 1)) for f in project.yamls()]  # `loss/dpo.yaml`
     for name, loc in names:
         algorithm = algorithm_in_name(name)
