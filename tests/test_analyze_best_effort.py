@@ -1593,3 +1593,26 @@ def test_a_module_of_a_src_layout_and_a_loop_handed_the_projects_own_grpo_config
     plan = analyze(loop, [])
     assert (plan.framework, plan.algorithm) == ("pytorch", "grpo")
     assert (plan.settings.num_generations.value, plan.settings.max_steps.value) == (4, 1)
+
+
+def test_a_trl_import_left_unused_beside_the_transformers_trainer_that_trains_is_not_trl(tmp_path):
+    """`import trl; from trl import GRPOConfig, GRPOTrainer` copied in and never used, while
+    transformers' Trainer runs the SFT: the run is the Trainer's (a vendored TRL whose classes the
+    file does use stays TRL, see the vendored-copy tests)."""
+    source = write(tmp_path, "SFT.py", """
+        import trl
+        from trl import GRPOConfig, GRPOTrainer
+        from transformers import AutoModelForCausalLM, AutoTokenizer, Trainer, TrainingArguments
+
+        tokenizer = AutoTokenizer.from_pretrained("Qwen/Qwen2.5-0.5B-Instruct")
+        model = AutoModelForCausalLM.from_pretrained("Qwen/Qwen2.5-0.5B-Instruct")
+
+        def encode(example):
+            return {"input_ids": tokenizer.encode(example["text"], truncation=True, max_length=512)}
+
+        args = TrainingArguments(output_dir="out", per_device_train_batch_size=4, learning_rate=2e-5)
+        Trainer(model=model, args=args, train_dataset=None).train()
+    """)
+    plan = analyze(source, [])
+    assert (plan.framework, plan.algorithm) == ("pytorch", "sft")
+    assert (plan.settings.max_seq_length.value, plan.settings.per_device_batch_size.value) == (512, 4)
