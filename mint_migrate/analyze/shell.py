@@ -764,7 +764,8 @@ class ShellScript:
         self.exports = dict(self.exports)
         for word in env:
             self._assign(word, positional)
-            self.exports[_assignment(word)] = self.variables[_assignment(word)]
+            if _assignment(word) in self.variables:
+                self.exports[_assignment(word)] = self.variables[_assignment(word)]
         try:
             self._exec(found, [t for w in words[1:] for t in self._fields(w, positional)], calls + 1, 0)
         finally:
