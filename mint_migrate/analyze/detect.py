@@ -94,7 +94,8 @@ def framework_of_python(src: PySource) -> tuple[str, Loc] | None:
     if not found:
         return None
     driving = [(a, loc) for a, loc in found if not a.generic and _calls_training_of(src, a.imports)]
-    if not driving and all(_imported_unused(src, a.imports) for a, _ in found if not a.generic):
+    if not driving and src.calls_named("Trainer", "Seq2SeqTrainer", "backward") \
+            and all(_imported_unused(src, a.imports) for a, _ in found if not a.generic):
         # `from trl import GRPOTrainer` left unused beside the transformers Trainer that trains: the loop's
         driving = [(a, loc) for a, loc in found if a.generic]
     analyzer, loc = (driving or found)[0]
@@ -106,10 +107,11 @@ _TRAINING_CALL = re.compile(r"(^|_)train(ing|er)?(_|$)|Trainer|forward_backward|
 
 
 def _imported_unused(src: PySource, modules: tuple[str, ...]) -> bool:
-    """The file imports names from `modules` and uses none of them beyond the import."""
+    """The file takes names from `modules` (`from trl import X`) and uses none of them, nor calls
+    through the module; a bare `import trl` alone still says the file is TRL's."""
     imported = {local: qualified for local, qualified in src.imports.items() if qualified.split(".", 1)[0] in modules}
     named = [local for local, qualified in imported.items() if "." in qualified]  # `from trl import X`
-    return bool(imported) and all(src.name_uses().get(local, 0) <= 1 for local in named) \
+    return bool(named) and all(src.name_uses().get(local, 0) <= 1 for local in named) \
         and not any(c.qualname.split(".", 1)[0] in modules for c in src.calls if c.qualname)  # nor `trl.X(...)`
 
 
