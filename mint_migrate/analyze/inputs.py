@@ -230,11 +230,7 @@ def _follow_sources(project: Project) -> None:
             if found is None and written.startswith("/") and "/." not in written:
                 # `bash /home/me/proj/scripts/grpo.sh`: another machine's checkout, found by its last
                 # parts in this one (never the path itself: this machine's /etc is not the project's)
-                parts = PurePosixPath(written).parts[1:]
-                for k in range(min(3, len(parts) - 1), 0, -1):
-                    found = on_disk(project, near, "/".join(parts[-k:]), (".sh", ".bash"))
-                    if found is not None:
-                        break
+                found = on_disk(project, near, written, (".sh", ".bash"), as_written=False)
             return (found.text, found.label) if found is not None and found.shell is not None else None
 
         f.shell = ShellScript(f.text, f.label, sources=sourced)
@@ -368,11 +364,13 @@ def python_on_disk(project: Project, near: Path, written: str) -> InputFile | No
     return on_disk(project, near, written, (".py",))
 
 
-def on_disk(project: Project, near: Path, written: str, suffixes: tuple[str, ...]) -> InputFile | None:
+def on_disk(project: Project, near: Path, written: str, suffixes: tuple[str, ...], *,
+            as_written: bool = True) -> InputFile | None:
     """A file with one of `suffixes` that a path in the inputs names, found in `near` or a folder above it.
     A path from another machine's root (`/gpfs/work/me/proj/src/train.py`) is looked for by its last
-    parts (`src/train.py`, then `train.py`) in the same folders: the project, checked out elsewhere."""
-    names = [written]
+    parts (`src/train.py`, then `train.py`) in the same folders: the project, checked out elsewhere;
+    `as_written=False` looks only there, never at the absolute path itself."""
+    names = [written] if as_written else []
     if written.startswith("/"):
         parts = PurePosixPath(written).parts[1:]
         names += ["/".join(parts[-k:]) for k in range(min(3, len(parts) - 1), 0, -1)]

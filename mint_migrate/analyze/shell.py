@@ -764,8 +764,9 @@ class ShellScript:
         self.exports = dict(self.exports)
         for word in env:
             self._assign(word, positional)
-            if _assignment(word) in self.variables:
-                self.exports[_assignment(word)] = self.variables[_assignment(word)]
+            name = _assignment(word)
+            if name in self.variables:
+                self.exports[name] = self.variables[name]
         try:
             self._exec(found, [t for w in words[1:] for t in self._fields(w, positional)], calls + 1, 0)
         finally:
